@@ -1,0 +1,96 @@
+"""Never spend a query twice: a fixed-capacity set of queried string ids.
+
+``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells)
+to one int32 id. ``Seen`` stores the ids queried so far in a fixed-size array
+(capacity = the query budget), so membership is a vectorized compare that
+compiles once. ``fill_unique`` draws candidates from any proposal until it has
+``n`` valid strings that are new (not seen, and distinct from each other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from spaces.base import Space
+
+EMPTY = jnp.int32(-2)  # never a string id (invalid strings are -1)
+
+
+@struct.dataclass
+class Seen:
+    ids: jax.Array  # int32[C]
+    count: jax.Array  # int32[]
+
+
+def seen_init(capacity: int) -> Seen:
+    return Seen(ids=jnp.full((capacity,), EMPTY, jnp.int32), count=jnp.int32(0))
+
+
+def seen_contains(seen: Seen, ids: jax.Array) -> jax.Array:
+    """bool[...] for each id in ``ids``."""
+    return jnp.any(ids[..., None] == seen.ids, axis=-1)
+
+
+def seen_add(seen: Seen, ids: jax.Array) -> Seen:
+    """Appends ``ids`` (int32[B]); ids past the capacity are dropped."""
+    cap = seen.ids.shape[0]
+    pos = seen.count + jnp.arange(ids.shape[0])
+    new = seen.ids.at[jnp.where(pos < cap, pos, cap)].set(ids.astype(jnp.int32), mode="drop")
+    return Seen(ids=new, count=jnp.minimum(seen.count + ids.shape[0], cap))
+
+
+def first_occurrence(ids: jax.Array) -> jax.Array:
+    """bool[M]: ``ids[i]`` does not occur at any ``j < i``."""
+    m = ids.shape[0]
+    earlier = jnp.tril(jnp.ones((m, m), bool), k=-1)
+    return ~jnp.any((ids[:, None] == ids[None, :]) & earlier, axis=1)
+
+
+def fill_unique(
+    key: jax.Array,
+    space: Space,
+    propose: Callable[[jax.Array], jax.Array],
+    seen: Seen,
+    n: int,
+    max_rounds: int = 64,
+) -> tuple[jax.Array, jax.Array]:
+    """``n`` new valid strings from ``propose(key) -> int32[M, N]``.
+
+    Candidates are accepted in proposal order when valid, not in ``seen`` and
+    not equal to one already accepted; rounds repeat until ``n`` are found.
+    Returns ``(tokens[n, N], fresh[n])``. If ``max_rounds`` proposals cannot
+    supply ``n`` new strings (the space or the proposal is exhausted), the
+    remaining slots hold uniform samples from ``space.sample`` (valid, maybe
+    repeats) and ``fresh`` is False there.
+    """
+    num_tokens = space.num_tokens
+
+    def cond(c):
+        _, _, _, filled, rounds = c
+        return (filled < n) & (rounds < max_rounds)
+
+    def body(c):
+        k, out, out_ids, filled, rounds = c
+        k, sub = jax.random.split(k)
+        cand = propose(sub)
+        ids = jax.vmap(space.string_id)(cand)
+        ok = (ids >= 0) & ~seen_contains(seen, ids) & first_occurrence(ids)
+        ok &= ~jnp.any(ids[:, None] == out_ids[None, :], axis=1)
+        slot = filled + jnp.cumsum(ok) - 1
+        slot = jnp.where(ok & (slot < n), slot, n)  # n = out of range: dropped
+        out = out.at[slot].set(cand, mode="drop")
+        out_ids = out_ids.at[slot].set(ids, mode="drop")
+        return k, out, out_ids, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1
+
+    out = jnp.zeros((n, num_tokens), jnp.int32)
+    out_ids = jnp.full((n,), EMPTY, jnp.int32)
+    key, out, out_ids, filled, _ = jax.lax.while_loop(cond, body, (key, out, out_ids, jnp.int32(0), jnp.int32(0)))
+    fresh = jnp.arange(n) < filled
+    # exhausted: fall back to fresh uniform samples (valid, possibly repeats)
+    fallback = jax.vmap(space.sample)(jax.random.split(key, n))
+    out = jnp.where(fresh[:, None], out, fallback)
+    return out, fresh

@@ -1,0 +1,213 @@
+"""The space contract: fixed-length categorical token strings.
+
+Every search space in the project (NAS-Bench-101 cells, NAS-Bench-201 cells,
+tabular HPO grids, the search-space language) is presented to searchers as a
+string of ``N`` categorical tokens, ``int32[N]``, where token ``i`` takes values
+in ``range(cardinalities[i])``. The space object itself is static Python (it is
+hashed by identity and closed over by jitted code); every method that takes a
+token string is a pure, jittable function of ONE string: callers ``vmap``.
+
+Methods (see DESIGN.md, "Space"):
+
+- ``is_valid(tokens) -> bool[]``
+- ``sample(key) -> int32[N]``: uniform over *valid* strings.
+- ``mutate(key, tokens) -> int32[N]``: a valid string different from ``tokens``.
+- ``neighbors(tokens) -> (int32[K, N], bool[K])``: the one-edit neighbourhood
+  (local search); the mask marks valid, distinct neighbours.
+- ``string_id(tokens) -> int32[]``: identical for strings that denote the same
+  architecture (the canonical index for NAS-Bench-101), ``-1`` when invalid.
+  Searchers use it to avoid spending queries twice.
+- ``step_mask(tokens, assigned, position) -> bool[D]``: values allowed at
+  ``position`` given the tokens already ``assigned`` (bool[N]); lets an
+  autoregressive policy sample valid strings only (e.g. the 9-edge limit).
+- ``features(tokens, kind) -> f32[F]`` and ``feature_dim(kind)``: encodings
+  for surrogates ("onehot" always; spaces add "adjacency", "path", ...).
+- ``to_spec(tokens)`` / ``from_spec(spec)``: host-side conversion to and from a
+  readable description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Space:
+    """Base class: a categorical string space with per-token cardinalities.
+
+    Subclasses set ``name``, ``cardinalities`` and ``token_names`` and override
+    what differs from a product of independent categoricals.
+    """
+
+    name: str = "space"
+    cardinalities: tuple[int, ...] = ()
+    token_names: tuple[str, ...] = ()
+    feature_kinds: tuple[str, ...] = ("onehot",)
+
+    # -- static description -------------------------------------------------
+    @property
+    def num_tokens(self) -> int:
+        return len(self.cardinalities)
+
+    @property
+    def max_cardinality(self) -> int:
+        return max(self.cardinalities)
+
+    @property
+    def value_mask(self) -> np.ndarray:
+        """bool[N, D]: value ``v`` exists for token ``i``."""
+        d = self.max_cardinality
+        return np.arange(d)[None, :] < np.asarray(self.cardinalities)[:, None]
+
+    @property
+    def size(self) -> int:
+        """Number of token strings (not of distinct architectures)."""
+        return int(np.prod(np.asarray(self.cardinalities, dtype=np.int64)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, N={self.num_tokens})"
+
+    # -- validity and ids ----------------------------------------------------
+    def in_range(self, tokens: jax.Array) -> jax.Array:
+        card = jnp.asarray(self.cardinalities, jnp.int32)
+        return jnp.all((tokens >= 0) & (tokens < card))
+
+    def is_valid(self, tokens: jax.Array) -> jax.Array:
+        return self.in_range(tokens)
+
+    def mixed_radix(self, tokens: jax.Array) -> jax.Array:
+        """Row index of a string in the full product grid (int32)."""
+        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
+        if self.size >= 2**31:
+            raise ValueError(f"{self.name}: product grid too large for int32 ids")
+        return jnp.sum(tokens.astype(jnp.int32) * jnp.asarray(radix, jnp.int32))
+
+    def string_id(self, tokens: jax.Array) -> jax.Array:
+        return jnp.where(self.is_valid(tokens), self.mixed_radix(tokens), -1)
+
+    # -- sampling ------------------------------------------------------------
+    def sample_unconstrained(self, key: jax.Array) -> jax.Array:
+        """Each token uniform over its values (no validity rejection)."""
+        logits = jnp.where(jnp.asarray(self.value_mask), 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """Uniform over valid strings, by rejection (product spaces: 1 draw)."""
+
+        def cond(carry):
+            return ~self.is_valid(carry[1])
+
+        def body(carry):
+            k, _ = carry
+            k, sub = jax.random.split(k)
+            return k, self.sample_unconstrained(sub)
+
+        key, sub = jax.random.split(key)
+        _, tokens = jax.lax.while_loop(cond, body, (key, self.sample_unconstrained(sub)))
+        return tokens
+
+    def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:
+        """Change one uniformly chosen token to a different value.
+
+        This is the NAS-Bench-201 / HPO mutation used by BANANAS' code and by
+        regularized evolution on these benchmarks. Spaces with validity
+        constraints override it.
+        """
+        k_pos, k_val = jax.random.split(key)
+        card = jnp.asarray(self.cardinalities, jnp.int32)
+        # only positions that have an alternative value
+        can = card > 1
+        pos = jax.random.categorical(k_pos, jnp.where(can, 0.0, -jnp.inf))
+        shift = 1 + jax.random.randint(k_val, (), 0, jnp.maximum(card[pos] - 1, 1))
+        new_val = (tokens[pos] + shift) % card[pos]
+        return tokens.at[pos].set(new_val.astype(tokens.dtype))
+
+    def neighbors(self, tokens: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """All strings at Hamming distance one: ``K = sum(card - 1)`` rows."""
+        pos_list, val_list = [], []
+        for i, c in enumerate(self.cardinalities):
+            for s in range(1, c):
+                pos_list.append(i)
+                val_list.append(s)
+        pos = jnp.asarray(pos_list, jnp.int32)
+        shift = jnp.asarray(val_list, jnp.int32)
+        card = jnp.asarray(self.cardinalities, jnp.int32)
+        new_vals = (tokens[pos] + shift) % card[pos]
+        nbrs = jnp.broadcast_to(tokens, (pos.shape[0], self.num_tokens))
+        nbrs = nbrs.at[jnp.arange(pos.shape[0]), pos].set(new_vals.astype(tokens.dtype))
+        return nbrs, jax.vmap(self.is_valid)(nbrs)
+
+    def step_mask(self, tokens: jax.Array, assigned: jax.Array, position: jax.Array) -> jax.Array:
+        """Values allowed at ``position`` given the ``assigned`` tokens."""
+        del tokens, assigned
+        return jnp.asarray(self.value_mask)[position]
+
+    # -- features ------------------------------------------------------------
+    def feature_dim(self, kind: str = "onehot") -> int:
+        if kind == "onehot":
+            return int(sum(self.cardinalities))
+        raise self._unknown_kind(kind)
+
+    def features(self, tokens: jax.Array, kind: str = "onehot") -> jax.Array:
+        if kind == "onehot":
+            return onehot_features(tokens, self.cardinalities)
+        raise self._unknown_kind(kind)
+
+    def _unknown_kind(self, kind: str) -> ValueError:
+        return ValueError(
+            f"{self.name}: unknown feature kind {kind!r}; this space provides {list(self.feature_kinds)}"
+        )
+
+    # -- readable specs (host side) ------------------------------------------
+    def to_spec(self, tokens: Sequence[int] | np.ndarray) -> Any:
+        return {n: int(t) for n, t in zip(self.token_names, np.asarray(tokens))}
+
+    def from_spec(self, spec: Any) -> np.ndarray:
+        missing = [n for n in self.token_names if n not in spec]
+        if missing:
+            raise ValueError(f"{self.name}: spec lacks {missing}")
+        return np.asarray([int(spec[n]) for n in self.token_names], np.int32)
+
+
+def onehot_features(tokens: jax.Array, cardinalities: Sequence[int]) -> jax.Array:
+    """Concatenated one-hot of each token: f32[sum(cardinalities)]."""
+    offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int32)
+    out = jnp.zeros(int(sum(cardinalities)), jnp.float32)
+    return out.at[jnp.asarray(offsets) + tokens].set(1.0)
+
+
+class CategoricalSpace(Space):
+    """A product of independent categorical hyperparameters with value lists.
+
+    Used for the tabular HPO benchmarks (HPOLib/FCNet, HPOBench MLP): token
+    ``i`` indexes ``values[i]``. ``to_spec`` gives ``{name: value}``.
+    """
+
+    def __init__(self, name: str, values: dict[str, Sequence[Any]]):
+        self.name = name
+        self.values = {k: list(v) for k, v in values.items()}
+        self.token_names = tuple(self.values)
+        self.cardinalities = tuple(len(v) for v in self.values.values())
+
+    def to_spec(self, tokens):
+        return {n: self.values[n][int(t)] for n, t in zip(self.token_names, np.asarray(tokens))}
+
+    def from_spec(self, spec):
+        out = []
+        for n in self.token_names:
+            if n not in spec:
+                raise ValueError(f"{self.name}: spec lacks hyperparameter {n!r}")
+            vals = self.values[n]
+            v = spec[n]
+            if isinstance(v, float) or isinstance(vals[0], float):
+                hits = [i for i, x in enumerate(vals) if np.isclose(float(x), float(v))]
+            else:
+                hits = [i for i, x in enumerate(vals) if x == v]
+            if not hits:
+                raise ValueError(f"{self.name}: {n}={v!r} is not one of {vals}")
+            out.append(hits[0])
+        return np.asarray(out, np.int32)

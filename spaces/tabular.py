@@ -1,0 +1,184 @@
+"""Tabular benchmarks as device arrays: the objective contract for tables.
+
+``TabularBenchmark`` is a pytree: the table arrays are leaves (so a large
+table such as NAS-Bench-101 is passed to compiled code as an argument instead
+of being baked into the program as a constant), the space, name and protocol
+are static. ``query(key, tokens[B, N])`` is a string-id computation plus a
+gather, fully jittable.
+
+Score convention (DESIGN.md): scores are "higher is better" inside searchers.
+Each table states how a score converts to the reported metric (``report``):
+accuracy in percent reports ``100 - acc`` (error, %), HPOLib's validation MSE is
+searched as ``-log(mse)`` because it is heavy-tailed (3e-5 .. 7e3) and reported
+as MSE.
+
+Protocols: ``"mean"`` gives the seed mean of the validation score; ``"random"``
+draws one seed per query from ``key`` (the seeds a row has; tables where some
+rows have fewer seeds store ``n_seeds``). Test scores are always seed means.
+
+Invalid strings (``space.is_valid`` false, or a string the table does not
+hold) never crash and never return a number that looks real: their valid and
+test scores are ``-inf`` and their cost is 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from spaces.base import Space
+
+# score -> reported value, and the reported value's name
+REPORTS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "acc_pct": (lambda s: 100.0 - s, "error (%)"),
+    "acc_frac": (lambda s: 100.0 * (1.0 - s), "error (%)"),
+    "neg_log_mse": (lambda s: np.exp(-s), "MSE"),
+}
+
+
+@struct.dataclass
+class TabularBenchmark:
+    valid: jax.Array  # f32[R, S]: validation score of each seed (higher is better)
+    n_seeds: jax.Array  # int32[R]: how many of the S columns are real for each row
+    test: jax.Array  # f32[R]: seed-mean test score (or seed-mean validation if no test)
+    cost: jax.Array  # f32[R]: training time (seconds)
+    row_ids: jax.Array  # int32[R] sorted string ids; empty when rows are dense ids
+    space: Space = struct.field(pytree_node=False)
+    name: str = struct.field(pytree_node=False)
+    protocol: str = struct.field(pytree_node=False, default="mean")
+    has_test: bool = struct.field(pytree_node=False, default=True)
+    report_kind: str = struct.field(pytree_node=False, default="acc_pct")
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        name: str,
+        space: Space,
+        valid: np.ndarray,
+        cost: np.ndarray,
+        test: np.ndarray | None = None,
+        row_ids: np.ndarray | None = None,
+        protocol: str = "mean",
+        report_kind: str = "acc_pct",
+    ) -> TabularBenchmark:
+        """Validates host arrays and moves them to the device.
+
+        ``valid`` is f32[R, S] with NaN where a row has fewer seeds; NaN seeds
+        must come last in a row. ``row_ids=None`` means row ``r`` is the string
+        with ``space.string_id == r`` (a dense grid).
+        """
+        if protocol not in ("mean", "random"):
+            raise ValueError(f"protocol must be 'mean' or 'random', got {protocol!r}")
+        if report_kind not in REPORTS:
+            raise ValueError(f"report_kind must be one of {list(REPORTS)}, got {report_kind!r}")
+        valid = np.asarray(valid, np.float32)
+        if valid.ndim == 1:
+            valid = valid[:, None]
+        present = ~np.isnan(valid)
+        n_seeds = present.sum(1).astype(np.int32)
+        if np.any(n_seeds == 0):
+            raise ValueError(f"{name}: {int(np.sum(n_seeds == 0))} rows have no validation value")
+        if not np.all(present[np.arange(valid.shape[1])[None, :] < n_seeds[:, None]]):
+            raise ValueError(f"{name}: missing seeds must be the last columns of a row")
+        # fill absent seeds with the row mean so "random" never reads NaN
+        row_mean = np.nanmean(valid, axis=1)
+        valid = np.where(present, valid, row_mean[:, None])
+        has_test = test is not None
+        test = row_mean if test is None else np.asarray(test, np.float32)
+        if np.any(~np.isfinite(test)):
+            raise ValueError(f"{name}: test scores contain NaN/inf")
+        if row_ids is None:
+            row_ids = np.zeros((0,), np.int32)
+        else:
+            row_ids = np.asarray(row_ids)
+            if np.any(np.diff(row_ids.astype(np.int64)) <= 0):
+                raise ValueError(f"{name}: row_ids must be strictly increasing")
+            row_ids = row_ids.astype(np.int32)
+        return cls(
+            valid=jnp.asarray(valid),
+            n_seeds=jnp.asarray(n_seeds),
+            test=jnp.asarray(test, jnp.float32),
+            cost=jnp.asarray(np.asarray(cost, np.float32)),
+            row_ids=jnp.asarray(row_ids),
+            space=space,
+            name=name,
+            protocol=protocol,
+            has_test=has_test,
+            report_kind=report_kind,
+        )
+
+    # -- static facts ----------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return int(self.valid.shape[0])
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.valid.shape[1])
+
+    @property
+    def report_name(self) -> str:
+        split = "test" if self.has_test else "validation"
+        return f"{split} {REPORTS[self.report_kind][1]}"
+
+    def report(self, score):
+        """Score (higher is better) -> reported metric (e.g. error %), numpy."""
+        return REPORTS[self.report_kind][0](np.asarray(score, np.float64))
+
+    def with_protocol(self, protocol: str) -> TabularBenchmark:
+        if protocol not in ("mean", "random"):
+            raise ValueError(f"protocol must be 'mean' or 'random', got {protocol!r}")
+        return self.replace(protocol=protocol)
+
+    # -- the objective ----------------------------------------------------------
+    def rows(self, tokens: jax.Array) -> jax.Array:
+        """int32[B] table row of each string, -1 when invalid or absent."""
+        ids = jax.vmap(self.space.string_id)(tokens)
+        if self.row_ids.shape[0] == 0:
+            ok = (ids >= 0) & (ids < self.size)
+            return jnp.where(ok, ids, -1)
+        pos = jnp.clip(jnp.searchsorted(self.row_ids, ids), 0, self.size - 1)
+        ok = (ids >= 0) & (self.row_ids[pos] == ids)
+        return jnp.where(ok, pos, -1)
+
+    def mean_valid(self) -> jax.Array:
+        cols = jnp.arange(self.num_seeds)[None, :] < self.n_seeds[:, None]
+        return jnp.sum(jnp.where(cols, self.valid, 0.0), 1) / self.n_seeds
+
+    def query(self, key: jax.Array, tokens: jax.Array) -> dict[str, jax.Array]:
+        """``tokens[B, N] -> {"valid", "test", "cost"}``, each f32[B]."""
+        if tokens.ndim != 2 or tokens.shape[1] != self.space.num_tokens:
+            raise ValueError(
+                f"{self.name}.query expects tokens[B, {self.space.num_tokens}], got {tokens.shape}"
+            )
+        row = self.rows(tokens)
+        ok = row >= 0
+        r = jnp.maximum(row, 0)
+        if self.protocol == "random":
+            seed = jax.random.randint(key, row.shape, 0, jnp.iinfo(jnp.int32).max) % self.n_seeds[r]
+            valid = self.valid[r, seed]
+        else:
+            cols = jnp.arange(self.num_seeds)[None, :] < self.n_seeds[r][:, None]
+            valid = jnp.sum(jnp.where(cols, self.valid[r], 0.0), 1) / self.n_seeds[r]
+        neg_inf = jnp.float32(-jnp.inf)
+        return {
+            "valid": jnp.where(ok, valid, neg_inf),
+            "test": jnp.where(ok, self.test[r], neg_inf),
+            "cost": jnp.where(ok, self.cost[r], 0.0),
+        }
+
+    # -- host summaries -----------------------------------------------------------
+    def best_valid(self) -> dict[str, float | None]:
+        """Best seed-mean validation entry and its test score (reported units)."""
+        mv = np.asarray(self.mean_valid())
+        i = int(np.argmax(mv))
+        return {
+            "best_valid": float(mv[i]),
+            "test_of_best_valid": float(np.asarray(self.test)[i]) if self.has_test else None,
+            "best_valid_report": float(self.report(mv[i])),
+        }

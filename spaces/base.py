@@ -158,9 +158,7 @@ class Space:
         raise self._unknown_kind(kind)
 
     def _unknown_kind(self, kind: str) -> ValueError:
-        return ValueError(
-            f"{self.name}: unknown feature kind {kind!r}; this space provides {list(self.feature_kinds)}"
-        )
+        return ValueError(f"{self.name}: unknown feature kind {kind!r}; this space provides {list(self.feature_kinds)}")
 
     # -- readable specs (host side) ------------------------------------------
     def to_spec(self, tokens: Sequence[int] | np.ndarray) -> Any:

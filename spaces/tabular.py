@@ -153,9 +153,7 @@ class TabularBenchmark:
     def query(self, key: jax.Array, tokens: jax.Array) -> dict[str, jax.Array]:
         """``tokens[B, N] -> {"valid", "test", "cost"}``, each f32[B]."""
         if tokens.ndim != 2 or tokens.shape[1] != self.space.num_tokens:
-            raise ValueError(
-                f"{self.name}.query expects tokens[B, {self.space.num_tokens}], got {tokens.shape}"
-            )
+            raise ValueError(f"{self.name}.query expects tokens[B, {self.space.num_tokens}], got {tokens.shape}")
         row = self.rows(tokens)
         ok = row >= 0
         r = jnp.maximum(row, 0)

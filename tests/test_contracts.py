@@ -1,0 +1,61 @@
+"""The space/objective/searcher contracts on NAS-Bench-201 and random search."""
+
+import jax
+import numpy as np
+import pytest
+
+from nas.runner import incumbent_curve, make_search
+from nas.searcher import make_searcher
+from spaces import nb201
+from spaces.registry import make_benchmark
+
+
+def test_nb201_arch_string_roundtrip():
+    arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
+    tokens = nb201.parse_arch_string(arch)
+    assert tokens.tolist() == [3, 3, 4, 1, 3, 1]
+    assert nb201.SPACE.to_spec(tokens) == arch
+    with pytest.raises(ValueError, match="not a NAS-Bench-201"):
+        nb201.parse_arch_string("|conv~0|")
+
+
+def test_nb201_query_matches_package_table():
+    bench = make_benchmark("nb201/cifar10")
+    raw = nb201._package_table("cifar10")
+    tokens = np.array([[int(c) for c in k] for k in list(raw)[:64]], np.int32)
+    res = jax.jit(bench.query)(jax.random.PRNGKey(0), tokens)
+    want = np.array([np.mean(raw[k]["val_acc"]) for k in list(raw)[:64]])
+    np.testing.assert_allclose(np.asarray(res["valid"]), want, rtol=1e-5)
+    rnd = bench.with_protocol("random").query(jax.random.PRNGKey(1), tokens)
+    for row, k in zip(np.asarray(rnd["valid"]), list(raw)[:64]):
+        assert np.isclose(raw[k]["val_acc"], row, rtol=1e-6).any()
+
+
+def test_invalid_tokens_score_minus_inf():
+    bench = make_benchmark("nb201/cifar10")
+    res = bench.query(jax.random.PRNGKey(0), np.array([[0, 0, 0, 0, 0, 7]], np.int32))
+    assert res["valid"][0] == -np.inf and res["test"][0] == -np.inf and res["cost"][0] == 0
+
+
+def test_unknown_names_fail_clearly():
+    with pytest.raises(ValueError, match="unknown benchmark"):
+        make_benchmark("nb201/cifar11")
+    with pytest.raises(ValueError, match="no option"):
+        make_benchmark("nb201/cifar10", protcol="mean")
+    with pytest.raises(ValueError, match="unknown searcher"):
+        make_searcher("random_serch", nb201.SPACE)
+
+
+def test_random_search_no_repeats_and_vmap_equals_single(nb201_test_csv):
+    bench = make_benchmark("nb201/cifar10", test_csv=nb201_test_csv)
+    s = make_searcher("random_search", bench.space, max_queries=60, batch_size=3)
+    run = make_search(s)
+    keys = jax.random.split(jax.random.PRNGKey(3), 4)
+    many = jax.jit(jax.vmap(run, in_axes=(0, None)))(keys, bench)
+    one = jax.jit(run)(keys[2], bench)
+    np.testing.assert_array_equal(np.asarray(many.tokens[2]), np.asarray(one.tokens))
+    ids = np.asarray(jax.vmap(jax.vmap(bench.space.string_id))(many.tokens))
+    assert all(len(set(r)) == 60 for r in ids)
+    _, test_inc = incumbent_curve(many)
+    assert np.all(np.diff(np.asarray(incumbent_curve(many)[0]), axis=-1) >= 0)
+    assert np.all(np.isfinite(np.asarray(test_inc)))

@@ -67,30 +67,58 @@ def fill_unique(
     remaining slots hold uniform samples from ``space.sample`` (valid, maybe
     repeats) and ``fresh`` is False there.
     """
+
+    def tagged(k):
+        cand = propose(k)
+        return cand, jnp.zeros((cand.shape[0],), jnp.int32)
+
+    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds)
+    return tokens, fresh
+
+
+def fill_unique_aux(
+    key: jax.Array,
+    space: Space,
+    propose: Callable[[jax.Array], tuple[jax.Array, jax.Array]],
+    seen: Seen,
+    n: int,
+    max_rounds: int = 64,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``fill_unique`` for proposals that carry one int32 tag per candidate.
+
+    ``propose(key) -> (int32[M, N], int32[M])``; returns ``(tokens[n, N],
+    fresh[n], tags[n])`` where ``tags`` belong to the accepted candidates (e.g.
+    which autoregressive order a policy sample used) and are 0 in fallback
+    slots. Same acceptance rule and fallback as ``fill_unique``.
+    """
     num_tokens = space.num_tokens
 
     def cond(c):
-        _, _, _, filled, rounds = c
-        return (filled < n) & (rounds < max_rounds)
+        return (c[4] < n) & (c[5] < max_rounds)
 
     def body(c):
-        k, out, out_ids, filled, rounds = c
+        k, out, out_ids, out_tags, filled, rounds = c
         k, sub = jax.random.split(k)
-        cand = propose(sub)
+        cand, tags = propose(sub)
         ids = jax.vmap(space.string_id)(cand)
         ok = (ids >= 0) & ~seen_contains(seen, ids) & first_occurrence(ids)
         ok &= ~jnp.any(ids[:, None] == out_ids[None, :], axis=1)
         slot = filled + jnp.cumsum(ok) - 1
-        slot = jnp.where(ok & (slot < n), slot, n)  # n = out of range: dropped
+        slot = jnp.where(ok & (slot < n), slot, n)
         out = out.at[slot].set(cand, mode="drop")
         out_ids = out_ids.at[slot].set(ids, mode="drop")
-        return k, out, out_ids, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1
+        out_tags = out_tags.at[slot].set(tags.astype(jnp.int32), mode="drop")
+        return k, out, out_ids, out_tags, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1
 
-    out = jnp.zeros((n, num_tokens), jnp.int32)
-    out_ids = jnp.full((n,), EMPTY, jnp.int32)
-    key, out, out_ids, filled, _ = jax.lax.while_loop(cond, body, (key, out, out_ids, jnp.int32(0), jnp.int32(0)))
+    init = (
+        key,
+        jnp.zeros((n, num_tokens), jnp.int32),
+        jnp.full((n,), EMPTY, jnp.int32),
+        jnp.zeros((n,), jnp.int32),
+        jnp.int32(0),
+        jnp.int32(0),
+    )
+    key, out, _, tags, filled, _ = jax.lax.while_loop(cond, body, init)
     fresh = jnp.arange(n) < filled
-    # exhausted: fall back to fresh uniform samples (valid, possibly repeats)
     fallback = jax.vmap(space.sample)(jax.random.split(key, n))
-    out = jnp.where(fresh[:, None], out, fallback)
-    return out, fresh
+    return jnp.where(fresh[:, None], out, fallback), fresh, jnp.where(fresh, tags, 0)

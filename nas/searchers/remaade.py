@@ -1,0 +1,90 @@
+"""ReMAADE (Algorithm 1): REINFORCE / PPO with an autoregressive policy network.
+
+"Hyperparameter optimization with REINFORCE and Transformers", Section V-A.
+Each step samples ``B`` valid, never-queried strings from the policy
+(``ask``), gets their validation scores, and updates the policy with Adam on
+the PPO objective (eqs. 11-13, 23-24; ``ppo=True``) or REINFORCE (eq. 2;
+``ppo=False``) with advantage ``f - b`` (see ``policy_gradient`` for the
+baseline, the PPO epochs, deduplication and the converged-policy fallback).
+
+Paper defaults: ``learning_rate = 1e-2``, ``d = 36``, ``num_blocks`` (M) ``= 1``,
+``num_orders`` (S) ``= 1``, ``batch_size`` (B) ``= 30``, ``clip_eps = 0.1``.
+
+The ablation of Table IV are configurations of this one searcher:
+
+=============================  ===========================================
+plain vanilla REINFORCE        ``policy="factorized", ppo=False`` (eq. 21)
+REINFORCE with MADE            ``policy="made", ppo=False``
+ReMAADE w/o PPO                ``policy="maade", ppo=False``
+ReMAADE                        ``policy="maade"`` (PPO)
+LSTM controller (Zoph & Le)    ``policy="lstm", ppo=False``
+=============================  ===========================================
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from nas.searcher import register
+from nas.searchers.policy_gradient import PolicySearcher, ema_baseline
+
+
+@register("remaade")
+class ReMAADE(PolicySearcher):
+    TEST_KWARGS = {"batch_size": 5, "max_queries": 20, "d": 8, "ppo_epochs": 2}
+
+    def __init__(
+        self,
+        space,
+        batch_size: int = 30,
+        max_queries: int = 150,
+        policy: str = "maade",
+        d: int = 36,
+        num_blocks: int = 1,
+        num_orders: int = 1,
+        learning_rate: float = 1e-2,
+        ppo: bool = True,
+        clip_eps: float = 0.1,
+        ppo_epochs: int = 4,
+        entropy_coef: float = 0.0,
+        baseline_decay: float = 0.0,
+        pool: int = 0,
+        max_rounds: int = 16,
+    ):
+        super().__init__(
+            space,
+            batch_size,
+            max_queries,
+            policy,
+            d,
+            num_blocks,
+            num_orders,
+            learning_rate,
+            ppo,
+            clip_eps,
+            ppo_epochs,
+            entropy_coef,
+            baseline_decay,
+            pool,
+            max_rounds,
+        )
+
+    def tell(self, key, tokens, scores, state):
+        del key
+        f, weight, batch_mean, state = self.rewards_and_weights(state, tokens, scores)
+        any_w = jnp.sum(weight) > 0
+        b = jnp.where(
+            any_w, ema_baseline(state.baseline, state.num_updates, batch_mean, self.baseline_decay), state.baseline
+        )
+        adv = weight * (f - b)
+        orders = state.orders[state.order_idx]
+        state, loss, ent = self.optimize(state.replace(baseline=b), tokens, orders, adv, weight, per_token=False)
+        metrics = {
+            "reward_mean": batch_mean,
+            "baseline": b,
+            "loss": loss,
+            "entropy": ent,
+            "fresh_frac": jnp.mean(weight),
+        }
+        return state, jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)

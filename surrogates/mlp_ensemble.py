@@ -1,0 +1,201 @@
+"""Ensemble of MLP regressors, trained together with ``vmap`` (BANANAS' meta neural network).
+
+White, Neiswanger & Savani, "BANANAS: Bayesian Optimization with Neural Architectures for
+Neural Architecture Search" (seed paper 001), section 4 and 5.1: an ensemble of ``M = 5``
+feed-forward networks, 10 ReLU layers of width 20, Adam, mean-absolute-error loss. Each member
+has its own random initialization and its own random order of the training set (section 4,
+"Each meta neural network in the ensemble has a different random initialization of the
+weights and a different random ordering of the training set"). The paper's code
+(``naszilla/bananas``, ``MetaNeuralnet``) uses learning rate 0.01, Adam(beta1=0.9,
+beta2=0.99), batch size 32, Glorot-uniform weights with zero biases, and 200 epochs as the class
+default (150 in its NAS-Bench experiments; the BANANAS searcher passes 150).
+
+Shapes and padding. Training data arrive padded to a bucket size ``P`` (see
+``surrogates.padding``) with ``mask[P]``: padded rows never enter a loss, a mini-batch, or the
+target normalization, so a fit on ``P`` rows with ``n`` real ones is the fit on those ``n`` rows
+(same number of Adam steps per epoch as Keras: ``ceil(n / batch_size)``; mini-batches that
+would hold only padding are skipped, i.e. params and optimizer state are left unchanged).
+
+Targets are standardized with the masked mean/std before training and de-standardized in
+``predict_ensemble`` (the paper's code fits raw validation errors in percent, about unit scale
+on NAS-Bench-101; standardizing keeps lr = 0.01 meaningful on every benchmark, e.g. NB201
+accuracies near 90 or HPOLib's -log MSE). ``weights`` multiply each example's loss (ReACTS'
+covariate-shift weights, its eq. 20).
+
+Everything is a pure function of one search (callers ``vmap`` over seeds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+@dataclasses.dataclass(frozen=True)
+class MLPEnsembleConfig:
+    num_members: int = 5
+    num_layers: int = 10
+    width: int = 20
+    learning_rate: float = 0.01
+    epochs: int = 200
+    batch_size: int = 32
+    loss: str = "mae"  # "mae" (paper) | "mse"
+    beta2: float = 0.99  # Adam's second-moment decay in the paper's code (Keras default is 0.999)
+    normalize_y: bool = True  # standardize targets with the masked mean/std (see module docstring)
+
+    def __post_init__(self):
+        if self.loss not in ("mae", "mse"):
+            raise ValueError(f"MLPEnsembleConfig.loss must be 'mae' or 'mse', got {self.loss!r}")
+        for name in ("num_members", "num_layers", "width", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"MLPEnsembleConfig.{name} must be >= 1, got {getattr(self, name)}")
+
+
+def _glorot(key, fan_in: int, fan_out: int, shape=None):
+    limit = jnp.sqrt(6.0 / (fan_in + fan_out))
+    return jax.random.uniform(key, shape or (fan_in, fan_out), jnp.float32, -limit, limit)
+
+
+def _init_member(key: jax.Array, in_dim: int, cfg: MLPEnsembleConfig) -> dict:
+    """Glorot-uniform weights and zero biases (Keras ``Dense`` defaults, as in the paper's code).
+
+    The ``num_layers - 1`` width-to-width hidden layers are stacked into one array (fewer
+    optimizer leaves); ``mlp_apply`` scans over them unrolled (faster to run on CPU).
+    """
+    k_in, k_h, k_out = jax.random.split(key, 3)
+    w, nh = cfg.width, cfg.num_layers - 1
+    return {
+        "w_in": _glorot(k_in, in_dim, w),
+        "b_in": jnp.zeros((w,), jnp.float32),
+        "w_h": _glorot(k_h, w, w, (nh, w, w)),
+        "b_h": jnp.zeros((nh, w), jnp.float32),
+        "w_out": _glorot(k_out, w, 1),
+        "b_out": jnp.zeros((1,), jnp.float32),
+    }
+
+
+def mlp_apply(params: dict, x: jax.Array) -> jax.Array:
+    """One member on a batch: f32[B, F] -> f32[B] (``num_layers`` ReLU layers, linear output)."""
+    h = jax.nn.relu(x @ params["w_in"] + params["b_in"])
+
+    def layer(h, wb):
+        return jax.nn.relu(h @ wb[0] + wb[1]), None
+
+    h, _ = jax.lax.scan(layer, h, (params["w_h"], params["b_h"]), unroll=True)
+    return (h @ params["w_out"] + params["b_out"])[:, 0]
+
+
+def _row_hash(seed: jax.Array, rows: jax.Array) -> jax.Array:
+    """uint32 pseudo-random values per row (murmur3 finalizer of ``seed ^ golden * row``); never 0xFFFFFFFF."""
+    h = seed ^ (rows * jnp.uint32(0x9E3779B9))
+    h = (h ^ (h >> 16)) * jnp.uint32(0x85EBCA6B)
+    h = (h ^ (h >> 13)) * jnp.uint32(0xC2B2AE35)
+    h = h ^ (h >> 16)
+    return jnp.minimum(h, jnp.uint32(0xFFFFFFFE))
+
+
+def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig):
+    """Adam on one member: ``epochs`` passes over a fresh random order of the real rows."""
+    p = x.shape[0]
+    bs = cfg.batch_size
+    nb = -(-p // bs)  # static number of mini-batches per epoch for the bucket size
+    k_init, k_order = jax.random.split(key)
+    params = _init_member(k_init, x.shape[1], cfg)
+    opt = optax.adam(cfg.learning_rate, b1=0.9, b2=cfg.beta2)
+    opt_state = opt.init(params)
+
+    def loss_fn(prm, idx, valid):
+        err = mlp_apply(prm, x[idx]) - y[idx]
+        per = jnp.abs(err) if cfg.loss == "mae" else jnp.square(err)
+        w = jnp.where(valid, weights[idx], 0.0)
+        # Keras averages the (weighted) loss over the rows of the batch
+        return jnp.sum(w * per) / jnp.maximum(jnp.sum(valid), 1)
+
+    def epoch(carry, k):
+        prm, ost = carry
+        # real rows first, in random order; padded rows after (they land in skipped batches)
+        # a hash of (epoch seed, row index) per row, so the order of the real rows does not depend
+        # on how much padding follows them (a padded fit equals the unpadded fit); an integer hash
+        # instead of a threefry call per row keeps the compiled program small
+        u = _row_hash(k, jnp.arange(p, dtype=jnp.uint32))
+        order = jnp.argsort(jnp.where(mask, u, jnp.uint32(0xFFFFFFFF)))
+        order = jnp.concatenate([order, jnp.zeros((nb * bs - p,), order.dtype)])
+        valid = jnp.concatenate([mask[order[:p]], jnp.zeros((nb * bs - p,), bool)])
+
+        def step(c, i):
+            prm, ost = c
+            idx = jax.lax.dynamic_slice(order, (i * bs,), (bs,))
+            ok = jax.lax.dynamic_slice(valid, (i * bs,), (bs,))
+            grads = jax.grad(loss_fn)(prm, idx, ok)
+            upd, new_ost = opt.update(grads, ost, prm)
+            new_prm = optax.apply_updates(prm, upd)
+            # a batch of padding only: no Adam step at all (Keras never takes it)
+            any_ok = jnp.any(ok)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(any_ok, a, b), new, old)  # noqa: E731
+            return (keep(new_prm, prm), keep(new_ost, ost)), None
+
+        (prm, ost), _ = jax.lax.scan(step, (prm, ost), jnp.arange(nb))
+        return (prm, ost), None
+
+    seeds = jax.random.bits(k_order, (cfg.epochs,), jnp.uint32)
+    (params, _), _ = jax.lax.scan(epoch, (params, opt_state), seeds)
+    return params
+
+
+def fit_ensemble(
+    key: jax.Array,
+    x: jax.Array,
+    y: jax.Array,
+    mask: jax.Array,
+    cfg: MLPEnsembleConfig,
+    weights: jax.Array | None = None,
+) -> dict:
+    """Trains ``cfg.num_members`` MLPs on the rows where ``mask`` is True.
+
+    Args:
+      key: PRNG key; member ``m`` uses ``split(key, M)[m]`` for its init and data order.
+      x: f32[P, F] features (padded rows arbitrary).
+      y: f32[P] targets (padded or non-finite rows are ignored).
+      mask: bool[P] real rows.
+      cfg: static configuration.
+      weights: optional f32[P] per-example loss weights (default 1).
+    Returns:
+      params pytree: ``{"layers": per-member stacked layers, "y_mean": f32[], "y_scale": f32[]}``.
+    """
+    if x.ndim != 2 or y.shape != (x.shape[0],) or mask.shape != (x.shape[0],):
+        raise ValueError(f"fit_ensemble expects x[P, F], y[P], mask[P]; got {x.shape}, {y.shape}, {mask.shape}")
+    x = x.astype(jnp.float32)
+    mask = mask & jnp.isfinite(y)
+    y = jnp.where(mask, y, 0.0).astype(jnp.float32)
+    weights = jnp.ones_like(y) if weights is None else jnp.asarray(weights, jnp.float32)
+    if weights.shape != y.shape:
+        raise ValueError(f"fit_ensemble: weights must be f32[{y.shape[0]}], got {weights.shape}")
+    n = jnp.maximum(jnp.sum(mask), 1)
+    if cfg.normalize_y:
+        y_mean = jnp.sum(y) / n
+        std = jnp.sqrt(jnp.sum(jnp.where(mask, jnp.square(y - y_mean), 0.0)) / n)
+        y_scale = jnp.where(std > 1e-8, std, 1.0)
+    else:
+        y_mean, y_scale = jnp.float32(0.0), jnp.float32(1.0)
+    yn = jnp.where(mask, (y - y_mean) / y_scale, 0.0)
+    keys = jax.random.split(key, cfg.num_members)
+    layers = jax.vmap(lambda k: _fit_member(k, x, yn, mask, weights, cfg))(keys)
+    return {"layers": layers, "y_mean": y_mean, "y_scale": y_scale}
+
+
+def predict_ensemble(params: dict, x: jax.Array, cfg: MLPEnsembleConfig) -> jax.Array:
+    """Per-member predictions in the target's units: f32[M, F] -> f32[E, M]."""
+    del cfg  # the architecture is in the params' shapes
+    out = jax.vmap(lambda layers: mlp_apply(layers, x.astype(jnp.float32)))(params["layers"])
+    return out * params["y_scale"] + params["y_mean"]
+
+
+def ensemble_mean_std(preds: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """BANANAS eq. (1): mean of member predictions and their sample std (``M - 1`` denominator)."""
+    m = preds.shape[0]
+    mean = jnp.mean(preds, axis=0)
+    std = jnp.sqrt(jnp.sum(jnp.square(preds - mean), axis=0) / max(m - 1, 1))
+    return mean, std

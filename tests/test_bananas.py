@@ -1,0 +1,138 @@
+"""BANANAS and GP-BO: candidates, no repeats, bucketed compilation, and search quality on NB201."""
+
+import functools
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nas.runner import incumbent_curve, make_search
+from nas.searcher import make_searcher
+from nas.searchers.bananas import first_in_order
+from spaces import nb201
+from spaces.registry import make_benchmark
+from surrogates.padding import make_segment_fn, run_segments, segment_plan
+
+TINY = dict(epochs=3, num_members=2, num_layers=2, width=8, num_candidates=20)
+
+
+@functools.lru_cache(maxsize=2)
+def bench(test=False):
+    from tests.conftest import SHARED_DATA
+
+    csv = SHARED_DATA / "nb201" / "nats_bench_test_acc.csv"
+    if test and not csv.exists():
+        pytest.skip(f"{csv} absent")
+    return make_benchmark("nb201/cifar10", test_csv=str(csv)) if test else make_benchmark("nb201/cifar10")
+
+
+def test_nb201_path_encoding_hand_checked():
+    # all nor_conv_3x3 (op 3 -> path digit 2): 0->3 = feature 2; 0->1->3 and 0->2->3 = 4 + 2*4 + 2 = 14;
+    # 0->1->2->3 = 20 + 2*16 + 2*4 + 2 = 62
+    f = np.asarray(nb201.SPACE.features(jnp.asarray([3] * 6), "path"))
+    assert np.flatnonzero(f).tolist() == [2, 14, 62]
+    # edge 1<-0 "none": only 0->3 and 0->2->3 remain
+    f = np.asarray(nb201.SPACE.features(jnp.asarray([0, 3, 3, 3, 3, 3]), "path"))
+    assert np.flatnonzero(f).tolist() == [2, 14]
+
+
+def test_first_in_order():
+    ids = jnp.asarray([5, 3, 5, 7, 3, 3, 9])
+    assert np.asarray(first_in_order(ids)).tolist() == [True, True, False, True, False, False, True]
+
+
+def test_candidates_are_new_distinct_mutations_of_the_best():
+    s = make_searcher("bananas", bench().space, **TINY)
+    state = s.init(jax.random.PRNGKey(0))
+    toks = jax.vmap(s.space.sample)(jax.random.split(jax.random.PRNGKey(1), 10))
+    scores = jnp.arange(10, dtype=jnp.float32)
+    state, _ = s.tell(jax.random.PRNGKey(2), toks, scores, state)
+    cand, ok = jax.jit(s.candidates)(jax.random.PRNGKey(3), state)
+    cand, ok = np.asarray(cand)[np.asarray(ok)], np.asarray(ok)
+    assert ok.sum() == 20
+    ids = np.asarray(jax.vmap(s.space.string_id)(jnp.asarray(cand)))
+    seen = set(np.asarray(jax.vmap(s.space.string_id)(toks)).tolist())
+    assert len(set(ids.tolist())) == 20 and not (set(ids.tolist()) & seen)
+    # BANANAS' get_candidates: 20 mutations of the best (score 9; 24 one-edit neighbours, so about
+    # 13 distinct), then mutations of the next best parents, in order
+    dist = np.asarray([[int(np.sum(c != np.asarray(toks[p]))) for p in (9, 8, 7, 6, 5)] for c in cand])
+    from_best = dist[:, 0] == 1
+    assert np.all(dist.min(1) == 1)
+    assert 8 <= from_best.sum() < 20 and np.all(from_best[: from_best.sum()])
+
+
+def test_options_fail_clearly():
+    with pytest.raises(ValueError, match="feature kind"):
+        make_searcher("bananas", bench().space, encoding="graph2vec")
+    with pytest.raises(ValueError, match="multiple of batch_size"):
+        make_searcher("bananas", bench().space, num_init=15)
+    with pytest.raises(ValueError, match="acquisition"):
+        make_searcher("gp_bo", bench().space, acquisition="ucbb")
+
+
+def _count_compiles(fn):
+    """Number of XLA compilations while running ``fn`` (jax's compile log)."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(r.getMessage())
+    logger = logging.getLogger("jax._src.interpreters.pxla")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            fn()
+    finally:
+        logger.removeHandler(handler)
+    return sum("Compiling" in m for m in records)
+
+
+def test_bucketed_run_compiles_once_per_bucket():
+    s = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
+    plan = segment_plan(s)
+    assert plan == [(0, 1), (32, 3), (50, 1)]
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    first = _count_compiles(lambda: jax.block_until_ready(run_segments(s, bench(), keys).valid))
+    assert 1 <= first <= len(plan) + 12  # one program per segment, plus a few small host-side ops
+    for bucket, steps in plan:
+        assert make_segment_fn(s.with_bucket(bucket), steps)._cache_size() == 1
+    # a second run (new seeds) compiles nothing
+    keys2 = jax.random.split(jax.random.PRNGKey(1), 3)
+    hist = None
+
+    def again():
+        nonlocal hist
+        hist = run_segments(s, bench(), keys2)
+        jax.block_until_ready(hist.valid)
+
+    assert _count_compiles(again) == 0
+    ids = np.asarray(jax.vmap(jax.vmap(s.space.string_id))(hist.tokens))
+    assert all(len(set(r.tolist())) == 50 for r in ids) and np.all(ids >= 0)
+
+
+def test_gp_bo_defaults():
+    # gp_bo runs in the registry-wide test (tests/test_searchers.py, TEST_KWARGS); here its defaults
+    s = make_searcher("gp_bo", bench().space)
+    assert (s.encoding, s.predictor, s.acquisition, s.gp.kernel) == ("adjacency", "gp", "ei", "hamming")
+    assert make_searcher("bananas", bench().space).encoding == "path"
+
+
+def test_bananas_beats_random_search_on_nb201_cifar10():
+    """150 queries, 24 seeds: BANANAS (paper settings but 50 epochs, to fit the test budget) clearly
+    beats random search (incumbent test error, NB201 cifar10-valid).
+
+    Not asserted: "not worse than regularized evolution". The 100-trial comparison
+    (configs/bananas_comparison.py) measured BANANAS 5.815 +- 0.034 vs RE 5.699 +- 0.021 test error
+    (%) at 150 queries: BANANAS is significantly worse than RE here (open problem, see the README).
+    """
+    b = bench(test=True)
+    seeds = 24
+    keys = jax.random.split(jax.random.PRNGKey(2026), seeds)
+    s = make_searcher("bananas", b.space, epochs=50)
+    h = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, b)  # one compiled program
+    err_b = 100 - np.asarray(incumbent_curve(h)[1][:, -1])
+    r = make_searcher("random_search", b.space, max_queries=150)
+    hr = jax.jit(jax.vmap(make_search(r), in_axes=(0, None)))(keys, b)
+    rs = 100 - np.asarray(incumbent_curve(hr)[1][:, -1])
+    z = (rs.mean() - err_b.mean()) / np.sqrt(rs.var(ddof=1) / seeds + err_b.var(ddof=1) / seeds)
+    assert z > 2.5, (err_b.mean(), rs.mean())

@@ -20,6 +20,6 @@ def get_config(arg=None):
     config = default.get_config()
     config.benchmark = arg or "nb201/cifar10"
     config.num_trials = 100
-    config.searchers.bananas = {"name": "bananas"}
-    config.searchers.gp_bo = {"name": "gp_bo"}
+    config.searchers.bananas = {"name": "bananas", "acquisition": "ucb", "encoding": "auto", "acq_opt": "mutation"}
+    config.searchers.gp_bo = {"name": "gp_bo", "acquisition": "ei"}
     return config

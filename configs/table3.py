@@ -26,6 +26,8 @@ import os
 
 import ml_collections
 
+from configs import default
+
 NB201_TEST = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "nb201", "nats_bench_test_acc.csv")
 BENCHMARKS = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16", "hpolib/naval_propulsion", "nb101")
 
@@ -38,19 +40,12 @@ def base_config(arg=None):
     benchmark = arg or "nb201/cifar10"
     if benchmark not in BENCHMARKS:
         raise ValueError(f"benchmark {benchmark!r}: choose one of {BENCHMARKS}")
-    config = ml_collections.ConfigDict()
+    config = default.get_config()  # shared run fields (trials, budget, seed, reporting)
     config.benchmark = benchmark
     config.protocol = "random" if benchmark == "nb101" else "mean"
     config.test_data = (
         os.path.normpath(NB201_TEST) if benchmark.startswith("nb201") and os.path.exists(NB201_TEST) else ""
     )
-    config.data_path = ""
-    config.num_trials = 500
-    config.max_queries = 150
-    config.seed = 0
-    config.report_every = 10
-    config.chunk_steps = 0
-    config.only = ""
     return config
 
 

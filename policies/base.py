@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from policies.orderings import rank_of
+from policies.orderings import rank_of, set_at, unpermute
 from spaces.base import Space
 
 POLICIES: dict[str, type[Policy]] = {}
@@ -173,11 +173,11 @@ class Policy:
             logp = masked_log_softmax(logits, self.allowed(toks, assigned, pos))
             k, sub = jax.random.split(k)
             v = jnp.where(t < start, toks[pos], jax.random.categorical(sub, logp)).astype(jnp.int32)
-            return (toks.at[pos].set(v), assigned.at[pos].set(True), dc, k), logp[v]
+            return (set_at(toks, pos, v), set_at(assigned, pos, True), dc, k), logp[v]
 
         init = (tokens.astype(jnp.int32), jnp.zeros(n, bool), self.decode_init(params, order), key)
         (toks, _, _, _), lp_by_step = jax.lax.scan(body, init, jnp.arange(n))
-        return toks, jnp.zeros(n, jnp.float32).at[order].set(lp_by_step)
+        return toks, unpermute(lp_by_step, order)
 
     @property
     def constrained(self) -> bool:

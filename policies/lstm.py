@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from policies.base import Policy, register_policy, value_families
+from policies.orderings import unpermute
 
 
 @register_policy("lstm")
@@ -83,4 +84,4 @@ class LSTMController(Policy):
             return carry, logits
 
         _, by_step = jax.lax.scan(body, self.decode_init(params, order), jnp.arange(self.num_tokens))
-        return jnp.zeros_like(by_step).at[order].set(by_step)
+        return unpermute(by_step, order)

@@ -44,25 +44,28 @@ import jax
 import jax.numpy as jnp
 
 from policies.base import NEG, Policy, register_policy, value_families
-from policies.orderings import preceding_mask
+from policies.orderings import preceding_mask, set_at
 
 
 def _lecun(key, shape, fan_in):
     return jax.random.normal(key, shape, jnp.float32) / jnp.sqrt(fan_in)
 
 
-def masked_additive_attention(p, x: jax.Array, keys: jax.Array, mask: jax.Array) -> jax.Array:
-    """Additive attention of each row of ``x`` [N, d] over rows of ``keys`` allowed by ``mask`` [N, N]."""
-    hq = x @ p["w_q"]  # [N, d]
-    hk = keys @ p["w_k"]  # [N, d]
-    scores = jnp.tanh(hq[:, None, :] + hk[None, :, :] + p["b"]) @ p["v"]  # [N, N]
+def masked_additive_attention(p, hq: jax.Array, hk: jax.Array, hv: jax.Array, mask: jax.Array) -> jax.Array:
+    """Additive attention of projected queries ``hq = x W_q`` [Nq, d] over keys ``hk = k W_k`` with
+    values ``hv = k W_v`` [Nk, d], restricted by ``mask`` [Nq, Nk].
+
+    Takes projections (not raw vectors) so that both streams share one projection of the keys
+    and the incremental decoder caches ``hk``/``hv`` of the decided positions.
+    """
+    scores = jnp.tanh(hq[:, None, :] + hk[None, :, :] + p["b"]) @ p["v"]  # [Nq, Nk]
     scores = jnp.where(mask, scores, NEG)
     scores = scores - jnp.max(scores, axis=1, keepdims=True)
     e = jnp.where(mask, jnp.exp(scores), 0.0)
     total = jnp.sum(e, axis=1, keepdims=True)
     # no allowed key (first step of the query stream): weights 0, output 0
     alpha = e / jnp.where(total > 0, total, 1.0)
-    return alpha @ (keys @ p["w_v"])
+    return alpha @ hv
 
 
 def pos_ff(p, x: jax.Array) -> jax.Array:
@@ -123,9 +126,11 @@ class MAADE(Policy):
         m_q = preceding_mask(order)  # eq. 7: strictly earlier keys
         m_k = preceding_mask(order, inclusive=True)  # eq. 8: earlier keys and itself
         for blk in params["context"]:
+            a = blk["attn"]
+            hk, hv = k @ a["w_k"], k @ a["w_v"]  # both streams attend over the same keys
             q, k = (
-                pos_ff(blk["ff"], q + masked_additive_attention(blk["attn"], q, k, m_q)),
-                pos_ff(blk["ff"], k + masked_additive_attention(blk["attn"], k, k, m_k)),
+                pos_ff(blk["ff"], q + masked_additive_attention(a, q @ a["w_q"], hk, hv, m_q)),
+                pos_ff(blk["ff"], k + masked_additive_attention(a, k @ a["w_q"], hk, hv, m_k)),
             )
         return q
 
@@ -135,30 +140,37 @@ class MAADE(Policy):
 
     # -- incremental decoding (sampling): same numbers as ``logits``, O(N d) per step
     # The key stream of a position depends only on keys at or before it in the
-    # order, so once a token is fixed its keys at every level are final and are
-    # cached; each step then computes one key-stream column and one query.
+    # order, so once a token is fixed its keys at every level are final. The
+    # decoder caches their attention projections (``k W_k`` and ``k W_v`` per
+    # block), so each step projects one new key per block and one query.
     def decode_init(self, params, order):
         n, d = self.num_tokens, self.d
-        return jnp.zeros((self.num_blocks + 1, n, d)), jnp.zeros(n, bool)
+        return jnp.zeros((self.num_blocks, n, d)), jnp.zeros((self.num_blocks, n, d)), jnp.zeros(n, bool)
 
     def decode_step(self, params, carry, tokens, order, t):
-        keys, done = carry
+        hk, hv, done = carry
         emb = params["embed"]
         prev = order[jnp.maximum(t - 1, 0)]
         # 1) the key stream of the position decided at step t - 1 (its token is now final)
         k = emb["value"][jnp.asarray(self.value_offset)[prev] + tokens[prev]] + emb["query"][prev]
-        done_new = done.at[prev].set(True)
-        new_keys = keys.at[0, prev].set(k)
+        done_new = set_at(done, prev, True)
+        new_hk, new_hv = [], []
         for m, blk in enumerate(params["context"]):
-            att = masked_additive_attention(blk["attn"], k[None], new_keys[m], done_new[None])[0]
+            a = blk["attn"]
+            hk_m, hv_m = set_at(hk[m], prev, k @ a["w_k"]), set_at(hv[m], prev, k @ a["w_v"])
+            att = masked_additive_attention(a, (k @ a["w_q"])[None], hk_m, hv_m, done_new[None])[0]
             k = pos_ff(blk["ff"], k + att)
-            new_keys = new_keys.at[m + 1, prev].set(k)
-        keys = jnp.where(t > 0, new_keys, keys)
-        done = jnp.where(t > 0, done_new, done)
+            new_hk.append(hk_m)
+            new_hv.append(hv_m)
+        first = t == 0  # nothing decided yet: the cache stays empty
+        hk = jnp.where(first, hk, jnp.stack(new_hk))
+        hv = jnp.where(first, hv, jnp.stack(new_hv))
+        done = jnp.where(first, done, done_new)
         # 2) the query stream of the position decided at step t
         pos = order[t]
         x = emb["query"][pos]
         for m, blk in enumerate(params["context"]):
-            x = pos_ff(blk["ff"], x + masked_additive_attention(blk["attn"], x[None], keys[m], done[None])[0])
+            a = blk["attn"]
+            x = pos_ff(blk["ff"], x + masked_additive_attention(a, (x @ a["w_q"])[None], hk[m], hv[m], done[None])[0])
         logits = x @ params["heads"]["w"][pos] + params["heads"]["b"][pos]
-        return logits, (keys, done)
+        return logits, (hk, hv, done)

@@ -35,8 +35,25 @@ _ENUMERATE_MAX_N = 8
 
 def rank_of(order: jax.Array) -> jax.Array:
     """``rank[order[t]] = t``: the step at which each position is decided."""
+    return unpermute(jnp.arange(order.shape[-1], dtype=jnp.int32), order)
+
+
+def unpermute(by_step: jax.Array, order: jax.Array) -> jax.Array:
+    """``out[order[t]] = by_step[t]`` for ``by_step`` indexed by step along axis 0.
+
+    Written as a one-hot select instead of a scatter: under ``vmap`` over thousands of
+    strings XLA's CPU scatter is a serial loop, the select a fused elementwise op.
+    """
     n = order.shape[-1]
-    return jnp.zeros(n, jnp.int32).at[order].set(jnp.arange(n, dtype=jnp.int32))
+    hit = order[None, :] == jnp.arange(n, dtype=order.dtype)[:, None]  # [position, step]
+    hit = hit.reshape(hit.shape + (1,) * (by_step.ndim - 1))
+    return jnp.sum(jnp.where(hit, by_step[None], jnp.zeros((), by_step.dtype)), axis=1)
+
+
+def set_at(x: jax.Array, index: jax.Array, value: jax.Array) -> jax.Array:
+    """``x.at[index].set(value)`` along axis 0 as a one-hot select (see ``unpermute``)."""
+    hit = jnp.arange(x.shape[0]) == index
+    return jnp.where(hit.reshape((-1,) + (1,) * (x.ndim - 1)), value, x)
 
 
 def preceding_mask(order: jax.Array, inclusive: bool = False) -> jax.Array:

@@ -97,13 +97,21 @@ def _row_hash(seed: jax.Array, rows: jax.Array) -> jax.Array:
     return jnp.minimum(h, jnp.uint32(0xFFFFFFFE))
 
 
-def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig):
-    """Adam on one member: ``epochs`` passes over a fresh random order of the real rows."""
+def init_ensemble(key: jax.Array, in_dim: int, cfg: MLPEnsembleConfig) -> dict:
+    """Freshly initialized ensemble params (the ``fit_ensemble`` layout, targets unscaled)."""
+    keys = jax.random.split(key, cfg.num_members)
+    layers = jax.vmap(lambda k: _init_member(jax.random.split(k)[0], in_dim, cfg))(keys)
+    return {"layers": layers, "y_mean": jnp.float32(0.0), "y_scale": jnp.float32(1.0)}
+
+
+def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num_epochs=None):
+    """Adam on one member: ``num_epochs`` (default ``cfg.epochs``) passes over a fresh random
+    order of the real rows, from ``init`` (warm start) or a fresh initialization."""
     p = x.shape[0]
     bs = cfg.batch_size
     nb = -(-p // bs)  # static number of mini-batches per epoch for the bucket size
     k_init, k_order = jax.random.split(key)
-    params = _init_member(k_init, x.shape[1], cfg)
+    params = _init_member(k_init, x.shape[1], cfg) if init is None else init
     opt = optax.adam(cfg.learning_rate, b1=0.9, b2=cfg.beta2)
     opt_state = opt.init(params)
 
@@ -114,8 +122,9 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig):
         # Keras averages the (weighted) loss over the rows of the batch
         return jnp.sum(w * per) / jnp.maximum(jnp.sum(valid), 1)
 
-    def epoch(carry, k):
+    def epoch(e, carry):
         prm, ost = carry
+        k = seeds[e]
         # real rows first, in random order; padded rows after (they land in skipped batches)
         # a hash of (epoch seed, row index) per row, so the order of the real rows does not depend
         # on how much padding follows them (a padded fit equals the unpadded fit); an integer hash
@@ -125,7 +134,7 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig):
         order = jnp.concatenate([order, jnp.zeros((nb * bs - p,), order.dtype)])
         valid = jnp.concatenate([mask[order[:p]], jnp.zeros((nb * bs - p,), bool)])
 
-        def step(c, i):
+        def step(i, c):
             prm, ost = c
             idx = jax.lax.dynamic_slice(order, (i * bs,), (bs,))
             ok = jax.lax.dynamic_slice(valid, (i * bs,), (bs,))
@@ -135,13 +144,18 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig):
             # a batch of padding only: no Adam step at all (Keras never takes it)
             any_ok = jnp.any(ok)
             keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(any_ok, a, b), new, old)  # noqa: E731
-            return (keep(new_prm, prm), keep(new_ost, ost)), None
+            return keep(new_prm, prm), keep(new_ost, ost)
 
-        (prm, ost), _ = jax.lax.scan(step, (prm, ost), jnp.arange(nb))
-        return (prm, ost), None
+        # only the batches that hold real rows: a dynamic trip count (a while loop) skips the
+        # padding's compute, also under vmap, where seeds with equal data sizes share the count
+        return jax.lax.fori_loop(0, num_real_batches, step, (prm, ost))
 
+    num_real_batches = jnp.minimum((jnp.sum(mask) + bs - 1) // bs, nb)
     seeds = jax.random.bits(k_order, (cfg.epochs,), jnp.uint32)
-    (params, _), _ = jax.lax.scan(epoch, (params, opt_state), seeds)
+    if num_epochs is None:
+        params, _ = jax.lax.fori_loop(0, cfg.epochs, epoch, (params, opt_state))
+    else:  # a traced count (at most cfg.epochs): one program serves cold and warm fits
+        params, _ = jax.lax.fori_loop(0, jnp.minimum(num_epochs, cfg.epochs), epoch, (params, opt_state))
     return params
 
 
@@ -152,6 +166,8 @@ def fit_ensemble(
     mask: jax.Array,
     cfg: MLPEnsembleConfig,
     weights: jax.Array | None = None,
+    init_params: dict | None = None,
+    num_epochs: jax.Array | None = None,
 ) -> dict:
     """Trains ``cfg.num_members`` MLPs on the rows where ``mask`` is True.
 
@@ -162,6 +178,10 @@ def fit_ensemble(
       mask: bool[P] real rows.
       cfg: static configuration.
       weights: optional f32[P] per-example loss weights (default 1).
+      init_params: optional params of an earlier ``fit_ensemble`` to continue from (warm start,
+        e.g. ReACTS' simulator between steps); a fresh Adam state; targets are re-standardized
+        with the current data.
+      num_epochs: optional (traced) int, at most ``cfg.epochs``: epochs of this fit.
     Returns:
       params pytree: ``{"layers": per-member stacked layers, "y_mean": f32[], "y_scale": f32[]}``.
     """
@@ -182,7 +202,8 @@ def fit_ensemble(
         y_mean, y_scale = jnp.float32(0.0), jnp.float32(1.0)
     yn = jnp.where(mask, (y - y_mean) / y_scale, 0.0)
     keys = jax.random.split(key, cfg.num_members)
-    layers = jax.vmap(lambda k: _fit_member(k, x, yn, mask, weights, cfg))(keys)
+    init = None if init_params is None else init_params["layers"]
+    layers = jax.vmap(lambda k, i: _fit_member(k, x, yn, mask, weights, cfg, i, num_epochs))(keys, init)
     return {"layers": layers, "y_mean": y_mean, "y_scale": y_scale}
 
 

@@ -62,3 +62,16 @@ def test_prefix_values_use_rollouts_from_the_prefix():
         np.testing.assert_allclose(v[:, pos], np.asarray(tokens[:, 0]))
     # before it (positions 2 and 0) the value is a rollout average, not the token itself
     assert not np.allclose(v[:, 0], np.asarray(tokens[:, 0]))
+
+
+def test_warm_started_simulator_runs_and_stays_valid():
+    """``sim_warm_epochs``: the simulator is carried between steps (full fit first, then short fits)."""
+    s = make_searcher("reacts", nb201.SPACE, sim_warm_epochs=2, **TINY)
+    state = s.init(jax.random.PRNGKey(0))
+    assert "sim" in state.extra
+    tokens, state = s.ask(jax.random.PRNGKey(1), state)
+    new, metrics = jax.jit(s.tell)(jax.random.PRNGKey(2), tokens, jnp.arange(6, dtype=jnp.float32), state)
+    before = jax.tree_util.tree_leaves(state.extra["sim"]["layers"])
+    after = jax.tree_util.tree_leaves(new.extra["sim"]["layers"])
+    assert any(bool(jnp.any(a != b)) for a, b in zip(after, before))  # trained further
+    assert np.isfinite(float(metrics["sim_mae"]))

@@ -15,7 +15,11 @@ policy (as ReMAADE, see ``policy_gradient``), queries them, then
    10 x 20 ReLU, Adam 0.01, MAE), on the space's path encoding where it has
    one (NAS-Bench-101/201, as BANANAS) and one-hot otherwise;
    ``sim_epochs = 150`` as in BANANAS' NAS experiments; the ensemble mean is
-   the prediction.
+   the prediction. The paper does not say how the simulator is retrained:
+   by default each step fits it from scratch; ``sim_warm_epochs = E > 0``
+   continues from the previous step's simulator for ``E`` epochs instead
+   (a full fit at the first step), about ``sim_epochs / E`` times cheaper
+   (see the README for speed and quality of both).
 2. estimates, for each sampled string ``a^k`` and each step ``i`` of its order,
    the value of the prefix ``a^k_<i`` by ``L = rollouts`` completions sampled
    from the policy and scored by ``S_phi`` (eq. 16; completions are valid
@@ -37,7 +41,8 @@ import jax.numpy as jnp
 
 from nas.searcher import register
 from nas.searchers.policy_gradient import PolicySearcher
-from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, predict_ensemble
+from policies.orderings import unpermute
+from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, init_ensemble, predict_ensemble
 
 
 @register("reacts")
@@ -66,6 +71,7 @@ class ReACTS(PolicySearcher):
         sim_lr: float = 0.01,
         sim_epochs: int = 150,
         sim_batch_size: int = 32,
+        sim_warm_epochs: int = 0,
         pool: int = 0,
         max_rounds: int = 16,
     ):
@@ -102,6 +108,9 @@ class ReACTS(PolicySearcher):
             epochs=sim_epochs,
             batch_size=sim_batch_size,
         )
+        if not 0 <= sim_warm_epochs <= sim_epochs:
+            raise ValueError(f"sim_warm_epochs must be in [0, sim_epochs={sim_epochs}], got {sim_warm_epochs}")
+        self.sim_warm_epochs = int(sim_warm_epochs)
         self.capacity = self.num_steps * self.batch_size
 
     def init(self, key):
@@ -114,6 +123,9 @@ class ReACTS(PolicySearcher):
             "count": jnp.int32(0),
             "params_history": history,
         }
+        if self.sim_warm_epochs:
+            dim = self.space.feature_dim(self.features)
+            extra["sim"] = init_ensemble(jax.random.fold_in(key, 7), dim, self.sim_cfg)
         return state.replace(extra=extra)
 
     def log_marginal(self, params, tokens, orders):
@@ -150,7 +162,7 @@ class ReACTS(PolicySearcher):
         pred = self.simulate(sim, roll.reshape(b * n * L, n)).reshape(b, n, L)
         by_step = jnp.mean(pred, axis=2)
         # step i of order k decides position orders[k, i]: V before that position
-        return jax.vmap(lambda v, o: jnp.zeros(n).at[o].set(v))(by_step, orders)
+        return jax.vmap(unpermute)(by_step, orders)
 
     def tell(self, key, tokens, scores, state):
         k_fit, k_roll = jax.random.split(key)
@@ -167,7 +179,11 @@ class ReACTS(PolicySearcher):
         mask = (jnp.arange(self.capacity) < count) & jnp.isfinite(buf_scores)
         w_shift = jnp.where(mask, self.shift_weights(history, buf_tokens, state.orders, t), 0.0)
         x = jax.vmap(lambda a: self.space.features(a, self.features))(buf_tokens)
-        sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, weights=w_shift)
+        if self.sim_warm_epochs:  # continue from the last step's simulator (first step: a full fit)
+            epochs = jnp.where(t == 0, self.sim_cfg.epochs, self.sim_warm_epochs)
+            sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, w_shift, ex["sim"], epochs)
+        else:
+            sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, weights=w_shift)
         pred = self.simulate(sim, buf_tokens)
         sim_mae = jnp.sum(jnp.where(mask, jnp.abs(pred - jnp.where(mask, buf_scores, 0.0)), 0.0)) / jnp.maximum(
             jnp.sum(mask), 1
@@ -177,7 +193,13 @@ class ReACTS(PolicySearcher):
         values = self.prefix_values(k_roll, state.params, sim, tokens, orders)
         adv = weight[:, None] * (f[:, None] - values)
         state = state.replace(
-            extra={"tokens": buf_tokens, "scores": buf_scores, "count": count, "params_history": history},
+            extra={
+                "tokens": buf_tokens,
+                "scores": buf_scores,
+                "count": count,
+                "params_history": history,
+                **({"sim": sim} if self.sim_warm_epochs else {}),
+            },
             baseline=jnp.sum(weight * values[jnp.arange(b), orders[:, 0]]) / jnp.maximum(jnp.sum(weight), 1.0),
         )
         state, loss, ent = self.optimize(state, tokens, orders, adv, weight, per_token=True)

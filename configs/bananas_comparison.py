@@ -10,7 +10,9 @@ parkinsons_telemonitoring, protein_structure, slice_localization. Seed-mean vali
 protocol), 100 trials (``--config.num_trials=500`` where time allows). BANANAS uses the paper's
 settings (t0 = k = 10, 5 members, UCB beta = 0.5, 100 mutation candidates of the best
 architecture; path encoding where the space has one, else one-hot; 150 epochs as in the paper's
-code). GP-BO: exact GP, Hamming kernel on the adjacency (else one-hot) encoding, EI.
+code); ``bananas_its`` is the same with independent Thompson sampling, the acquisition of the
+final version of BANANAS and of its code. GP-BO: exact GP, Hamming kernel on the adjacency (else
+one-hot) encoding, EI.
 """
 
 from configs import default
@@ -21,5 +23,6 @@ def get_config(arg=None):
     config.benchmark = arg or "nb201/cifar10"
     config.num_trials = 100
     config.searchers.bananas = {"name": "bananas", "acquisition": "ucb", "encoding": "auto", "acq_opt": "mutation"}
+    config.searchers.bananas_its = {"name": "bananas", "acquisition": "its", "encoding": "auto"}
     config.searchers.gp_bo = {"name": "gp_bo", "acquisition": "ei"}
     return config

@@ -168,8 +168,16 @@ def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0
     os.replace(tmp, path)
 
 
-def format_table(summary: dict, at=(50, 100, 150)) -> str:
-    """Markdown table: mean +- std of the reported metric at the given query counts."""
+def format_table(summary: dict, at=None) -> str:
+    """Markdown table: mean +- std of the reported metric at the given query counts.
+
+    Default columns: a third, two thirds and all of the budget (50/100/150 for 150 queries),
+    snapped to the reported query points; 4 significant digits (MSEs near 1e-5 stay readable).
+    """
+    points = summary["searchers"][next(iter(summary["searchers"]))]["queries"] if summary["searchers"] else []
+    if at is None:
+        m = summary["max_queries"]
+        at = sorted({min(points, key=lambda p, q=q: abs(p - q)) for q in (m / 3, 2 * m / 3, m)}) if points else [m]
     at = [q for q in at if q <= summary["max_queries"]] or [summary["max_queries"]]
     head = f"| searcher | {' | '.join(f'{q} queries' for q in at)} | trials | protocol |"
     lines = [head, "|" + "---|" * (len(at) + 3)]
@@ -178,7 +186,7 @@ def format_table(summary: dict, at=(50, 100, 150)) -> str:
         for q in at:
             if q in s["queries"]:
                 i = s["queries"].index(q)
-                cells.append(f"{s['mean'][i]:.3f} +- {s['std'][i]:.3f}")
+                cells.append(f"{s['mean'][i]:.4g} +- {s['std'][i]:.2g}")
             else:
                 cells.append("-")
         lines.append(f"| {label} | {' | '.join(cells)} | {s['num_trials']} | {summary['protocol']} |")

@@ -41,6 +41,27 @@ def test_nb201_path_encoding_hand_checked():
 def test_first_in_order():
     ids = jnp.asarray([5, 3, 5, 7, 3, 3, 9])
     assert np.asarray(first_in_order(ids)).tolist() == [True, True, False, True, False, False, True]
+    among = jnp.asarray([False, True, True, True, False, True, True])
+    assert np.asarray(first_in_order(ids, among)).tolist() == [True, True, True, True, True, False, True]
+
+
+def test_candidates_are_distinct_in_the_encoding():
+    """The paper's code keeps one candidate per path encoding and none equal to a queried one's."""
+    s = make_searcher("bananas", bench().space, **{**TINY, "num_candidates": 60})
+    state = s.init(jax.random.PRNGKey(0))
+    # the best cell has a 'none' on edge 3<-2: edges 2<-1 and 2<-0 lie only on dead paths... except
+    # 0->2->3, which is blocked; so mutating them never changes the path encoding
+    toks = jnp.asarray([[3, 3, 3, 3, 3, 0]] + [[1, 1, 1, 1, 1, 1]] * 9)
+    state, _ = s.tell(jax.random.PRNGKey(2), toks, jnp.arange(10, 0, -1, dtype=jnp.float32), state)
+    cand, ok = jax.jit(s.candidates)(jax.random.PRNGKey(3), state)
+    feats = np.asarray(jax.vmap(lambda t: nb201.SPACE.features(t, "path"))(cand))[np.asarray(ok)]
+    assert len({f.tobytes() for f in feats}) == len(feats) == int(np.sum(ok)) > 10
+    queried = {np.asarray(nb201.SPACE.features(t, "path")).tobytes() for t in toks}
+    assert not ({f.tobytes() for f in feats} & queried)
+    plain = make_searcher("bananas", bench().space, **{**TINY, "num_candidates": 60, "dedup_encoding": False})
+    cand2, ok2 = jax.jit(plain.candidates)(jax.random.PRNGKey(3), state)
+    feats2 = np.asarray(jax.vmap(lambda t: nb201.SPACE.features(t, "path"))(cand2))[np.asarray(ok2)]
+    assert len({f.tobytes() for f in feats2}) < len(feats2)  # without it, duplicates in the encoding
 
 
 def test_candidates_are_new_distinct_mutations_of_the_best():

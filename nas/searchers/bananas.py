@@ -15,7 +15,8 @@ Components (all static options of the searcher, see ``__init__``):
   unqueried mutations of the best architecture, continuing with the next best ones up to
   ``patience`` parents when a parent has too few distinct mutations), ``"random"``
   (``num_random`` random unqueried architectures; the paper's ablation used 1000), or
-  ``"mutation_random"`` (both sets).
+  ``"mutation_random"`` (both sets). With ``dedup_encoding`` (default, as the paper's code) candidates
+  are also distinct in the predictor's encoding and differ in it from every queried architecture.
 
 Batch: ``batch_size`` is ``k`` (queries per step); ``num_init`` must be a multiple of it (the first
 ``num_init / k`` steps are random). Never queries a string twice (``nas.dedup``); when fewer than
@@ -56,12 +57,31 @@ class BOState:
     seen: Seen
 
 
-def first_in_order(ids: jax.Array) -> jax.Array:
-    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M))."""
-    order = jnp.argsort(ids, stable=True)
-    s = ids[order]
-    dup = jnp.concatenate([jnp.zeros((1,), bool), s[1:] == s[:-1]])
+def first_in_order(ids: jax.Array, among: jax.Array | None = None) -> jax.Array:
+    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M)).
+
+    With ``among`` (bool[M]) only those rows count: a row of ``among`` is first if no earlier row
+    of ``among`` has its value; rows outside ``among`` are reported True and hide nothing.
+    """
+    m = ids.shape[0]
+    among = jnp.ones((m,), bool) if among is None else among
+    order = jnp.lexsort((jnp.arange(m), ids, ~among))  # rows of `among` first, then by value, then index
+    s, a = ids[order], among[order]
+    dup = jnp.concatenate([jnp.zeros((1,), bool), (s[1:] == s[:-1]) & a[1:] & a[:-1]])
     return jnp.zeros_like(dup).at[order].set(~dup)
+
+
+def feature_hash(feats: jax.Array) -> jax.Array:
+    """int32[M]: a hash of each feature row (rounded to 1/1024), equal rows give equal hashes.
+
+    Integer arithmetic wraps around exactly and does not depend on the summation order, so the
+    hash is deterministic on every backend (a float dot product need not be).
+    """
+    q = jnp.round(feats * 1024.0).astype(jnp.uint32)
+    mult = jax.random.bits(jax.random.PRNGKey(0x5EED), (feats.shape[-1],), jnp.uint32) | jnp.uint32(1)
+    h = jnp.sum(q * mult, axis=-1, dtype=jnp.uint32)
+    h = (h ^ (h >> 15)) * jnp.uint32(0x2C1B3C6D)
+    return jax.lax.bitcast_convert_type(h ^ (h >> 12), jnp.int32)
 
 
 def take_first(cand: jax.Array, ok: jax.Array, n: int) -> tuple[jax.Array, jax.Array]:
@@ -100,6 +120,7 @@ class BOSearcher(Searcher):
         kernel: str = "hamming",
         gp_steps: int = 100,
         gp_learning_rate: float = 0.05,
+        dedup_encoding: bool = True,
         bucket_multiple: int = 64,
         bucket: int = -1,
     ):
@@ -141,6 +162,7 @@ class BOSearcher(Searcher):
             loss=loss,
         )
         self.gp = GPConfig(kernel=kernel, fit_steps=gp_steps, learning_rate=gp_learning_rate)
+        self.dedup_encoding = bool(dedup_encoding)
         self.bucket_multiple = int(bucket_multiple)
         self.bucket = int(bucket)
 
@@ -234,6 +256,17 @@ class BOSearcher(Searcher):
         allc = jnp.concatenate([p[0] for p in props])
         ids = jax.vmap(self.space.string_id)(allc)
         ok_all = (ids >= 0) & ~seen_contains(state.seen, ids) & first_in_order(ids)
+        if self.dedup_encoding:
+            # as get_candidates in the paper's code (a dict of path indices): a candidate whose
+            # encoding equals a queried architecture's or an earlier candidate's is dropped; the
+            # predictor cannot tell them apart (e.g. NB201 cells that differ only on edges off
+            # every input-output path), so they would be scored as the architecture already seen
+            feats = jax.vmap(lambda t: self.space.features(t, self.encoding))
+            h_cand = feature_hash(feats(allc))
+            h_seen = feature_hash(feats(state.tokens))
+            filled = jnp.arange(h_seen.shape[0]) < state.count
+            in_seen = jnp.any((h_cand[:, None] == h_seen[None, :]) & filled[None, :], axis=1)
+            ok_all &= ~in_seen & first_in_order(h_cand, ok_all)
         start = 0
         for toks, pok, n in props:
             m = toks.shape[0]

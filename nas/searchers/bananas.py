@@ -77,7 +77,7 @@ def feature_hash(feats: jax.Array) -> jax.Array:
     Integer arithmetic wraps around exactly and does not depend on the summation order, so the
     hash is deterministic on every backend (a float dot product need not be).
     """
-    q = jnp.round(feats * 1024.0).astype(jnp.uint32)
+    q = jax.lax.bitcast_convert_type(jnp.round(feats * 1024.0).astype(jnp.int32), jnp.uint32)  # negatives too
     mult = jax.random.bits(jax.random.PRNGKey(0x5EED), (feats.shape[-1],), jnp.uint32) | jnp.uint32(1)
     h = jnp.sum(q * mult, axis=-1, dtype=jnp.uint32)
     h = (h ^ (h >> 15)) * jnp.uint32(0x2C1B3C6D)

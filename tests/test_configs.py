@@ -1,0 +1,23 @@
+"""Every experiment config in configs/ loads and passes validation (names, options, searcher kwargs).
+
+A typo in a config (an unknown searcher, option or benchmark) should fail here, not an hour into a run.
+"""
+
+import importlib
+import pathlib
+
+import pytest
+
+from nas.experiment import validate_config
+
+CONFIG_DIR = pathlib.Path(__file__).parent.parent / "configs"
+CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_config_loads_and_validates(name):
+    module = importlib.import_module(f"configs.{name}")
+    config = module.get_config()
+    assert module.__doc__ and "python -m scripts." in module.__doc__, f"configs/{name}.py: docstring lacks its command"
+    if "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
+        validate_config(config)

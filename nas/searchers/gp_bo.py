@@ -39,6 +39,7 @@ class GPBO(BOSearcher):
         kernel: str = "hamming",
         gp_steps: int = 100,
         gp_learning_rate: float = 0.05,
+        dedup_encoding: bool = True,
         bucket_multiple: int = 64,
         bucket: int = -1,
     ):
@@ -58,6 +59,7 @@ class GPBO(BOSearcher):
             kernel=kernel,
             gp_steps=gp_steps,
             gp_learning_rate=gp_learning_rate,
+            dedup_encoding=dedup_encoding,
             bucket_multiple=bucket_multiple,
             bucket=bucket,
         )

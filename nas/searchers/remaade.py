@@ -32,43 +32,8 @@ from nas.searchers.policy_gradient import PolicySearcher, ema_baseline
 
 @register("remaade")
 class ReMAADE(PolicySearcher):
+    # options: PolicySearcher's constructor (inherited as is; the registry reads its signature)
     TEST_KWARGS = {"batch_size": 5, "max_queries": 20, "d": 8, "ppo_epochs": 2}
-
-    def __init__(
-        self,
-        space,
-        batch_size: int = 30,
-        max_queries: int = 150,
-        policy: str = "maade",
-        d: int = 36,
-        num_blocks: int = 1,
-        num_orders: int = 1,
-        learning_rate: float = 1e-2,
-        ppo: bool = True,
-        clip_eps: float = 0.1,
-        ppo_epochs: int = 4,
-        entropy_coef: float = 0.0,
-        baseline_decay: float = 0.0,
-        pool: int = 0,
-        max_rounds: int = 16,
-    ):
-        super().__init__(
-            space,
-            batch_size,
-            max_queries,
-            policy,
-            d,
-            num_blocks,
-            num_orders,
-            learning_rate,
-            ppo,
-            clip_eps,
-            ppo_epochs,
-            entropy_coef,
-            baseline_decay,
-            pool,
-            max_rounds,
-        )
 
     def tell(self, key, tokens, scores, state):
         del key

@@ -1,7 +1,9 @@
 """BANANAS ablation (seed paper 001, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
 path vs adjacency encoding, ensemble vs GP predictor (GP with path or adjacency Hamming kernel),
-mutation vs random acquisition optimization (1,000 random candidates, as in the paper), and the
-acquisition functions UCB / EI / PI / TS / ITS. 150 queries, 100 trials, "mean" protocol.
+mutation vs random acquisition optimization (1,000 random candidates, as in the paper), one-edit
+vs 1-2-edit mutations, and the acquisition functions ITS (default) / UCB / EI / PI / TS. Every
+variant changes one component of the default ``bananas`` (path, ensemble, ITS, 1-2 edits).
+150 queries, 100 trials, "mean" protocol.
 
     python -m scripts.train --config configs/bananas_ablation.py --workdir /tmp/bo_ablation \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
@@ -23,10 +25,11 @@ def get_config(arg=None):
         "bananas_gp_path": dict(b, predictor="gp", encoding="path"),
         "bananas_gp_adjacency": dict(b, predictor="gp", encoding="adjacency"),
         "bananas_random_acq": dict(b, encoding="path", acq_opt="random", num_random=1000),
+        "bananas_one_edit": dict(b, encoding="path", max_edits=1),
+        "bananas_ucb": dict(b, encoding="path", acquisition="ucb"),
         "bananas_ei": dict(b, encoding="path", acquisition="ei"),
         "bananas_pi": dict(b, encoding="path", acquisition="pi"),
         "bananas_ts": dict(b, encoding="path", acquisition="ts"),
-        "bananas_its": dict(b, encoding="path", acquisition="its"),
         "random_search": {"name": "random_search"},
     }
     return config

@@ -7,12 +7,12 @@
 
 NB201 datasets: cifar10 (= cifar10-valid), cifar100, imagenet16; HPOLib tasks: naval_propulsion,
 parkinsons_telemonitoring, protein_structure, slice_localization. Seed-mean validation ("mean"
-protocol), 100 trials (``--config.num_trials=500`` where time allows). BANANAS uses the paper's
-settings (t0 = k = 10, 5 members, UCB beta = 0.5, 100 mutation candidates of the best
-architecture; path encoding where the space has one, else one-hot; 150 epochs as in the paper's
-code); ``bananas_its`` is the same with independent Thompson sampling, the acquisition of the
-final version of BANANAS and of its code. GP-BO: exact GP, Hamming kernel on the adjacency (else
-one-hot) encoding, EI.
+protocol), 100 trials (``--config.num_trials=500`` where time allows). ``bananas`` uses the
+defaults of the authors' released code (t0 = k = 10, 5 members, 150 epochs, independent
+Thompson sampling, 100 candidates mutating the best architecture with 1-2 edits; path encoding
+where the space has one, else one-hot); ``bananas_ucb`` is the seed paper's text (UCB with beta =
+0.5, one-edit mutations). GP-BO: exact GP, Hamming kernel on the adjacency (else one-hot)
+encoding, EI, the same candidates as ``bananas``.
 """
 
 from configs import default
@@ -22,7 +22,7 @@ def get_config(arg=None):
     config = default.get_config()
     config.benchmark = arg or "nb201/cifar10"
     config.num_trials = 100
-    config.searchers.bananas = {"name": "bananas", "acquisition": "ucb", "encoding": "auto", "acq_opt": "mutation"}
-    config.searchers.bananas_its = {"name": "bananas", "acquisition": "its", "encoding": "auto"}
+    config.searchers.bananas = {"name": "bananas", "acquisition": "its", "max_edits": 2, "encoding": "auto"}
+    config.searchers.bananas_ucb = {"name": "bananas", "acquisition": "ucb", "max_edits": 1, "encoding": "auto"}
     config.searchers.gp_bo = {"name": "gp_bo", "acquisition": "ei"}
     return config

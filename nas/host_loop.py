@@ -26,6 +26,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from nas.devices import shard_seeds
 from nas.runner import History, init_state, run_steps
 from nas.searcher import Searcher
 
@@ -173,11 +174,13 @@ def run_chunked(
     if chunk_steps < 1:
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")
     fprint = fingerprint(searcher, keys, fingerprint_extra)
+    num_seeds = keys.shape[0]
+    keys = shard_seeds(keys, num_seeds)  # the seeds split over the devices (nas/devices.py)
     init = _compiled(searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k))))
     state = init(keys)
     if ckpt_path is not None:
         loaded = _load_checkpoint(ckpt_path, state, fprint)
-        state = loaded if loaded is not None else state
+        state = shard_seeds(loaded, num_seeds) if loaded is not None else state
 
     def chunk_fn(length: int, lo: int = 0):
         # optional hook: a searcher may run steps [lo, lo + length) as a static variant of itself

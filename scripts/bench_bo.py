@@ -20,6 +20,7 @@ import time
 import jax
 import numpy as np
 
+from nas.devices import use_cpu_cores
 from nas.runner import incumbent_curve
 from nas.searcher import make_searcher
 from spaces.registry import make_benchmark
@@ -84,7 +85,9 @@ def main(argv=None):
     ap.add_argument("--test_csv", default="")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=0, help="override the MLP epochs (0 = searcher default)")
+    ap.add_argument("--cpu_devices", type=int, default=0, help="CPU devices to split the seeds over (0 = one per core)")
     args = ap.parse_args(argv)
+    use_cpu_cores(args.cpu_devices)
     opts = {"test_csv": args.test_csv} if args.test_csv else {}
     bench = make_benchmark(args.benchmark, **opts)
     print(f"jax {jax.__version__}, devices {jax.devices()}, cpus {os.cpu_count()}, benchmark {args.benchmark}")

@@ -22,6 +22,9 @@ from ml_collections import config_flags
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<name>.py[:arg]).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (created; reused to resume).")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Draw a progress bar on stderr.")
+_CPU_DEVICES = flags.DEFINE_integer(
+    "cpu_devices", 0, "JAX CPU devices to split the seeds over (0 = one per core; 1 = no split). See nas/devices.py."
+)
 flags.mark_flags_as_required(["config", "workdir"])
 
 
@@ -30,6 +33,9 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     # the repository root on sys.path, so configs can import each other
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from nas.devices import use_cpu_cores
+
+    use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     from nas.experiment import ConfigError, run_experiment
     from nas.report import format_table
 

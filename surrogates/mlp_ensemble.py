@@ -31,7 +31,6 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-import optax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +103,26 @@ def init_ensemble(key: jax.Array, in_dim: int, cfg: MLPEnsembleConfig) -> dict:
     return {"layers": layers, "y_mean": jnp.float32(0.0), "y_scale": jnp.float32(1.0)}
 
 
+def adam_step(params, grads, m, v, t, lr: float, b1: float = 0.9, b2: float = 0.99, eps: float = 1e-8):
+    """One bias-corrected Adam step (Kingma & Ba 2015, Algorithm 1; ``optax.adam``'s formula).
+
+    Written as one ``tree.map`` that returns the new params and both moments: XLA then fuses the
+    whole update of a leaf into one loop over it. ``optax.adam`` chains separate maps (moments,
+    bias correction, scaling, apply) that ran ~1.3x slower inside the vmapped ensemble fit, where
+    the update is a quarter of each step's time. ``t`` is the step count after this step (>= 1).
+    """
+    c1 = 1.0 - b1**t
+    c2 = 1.0 - b2**t
+
+    def leaf(p, g, m, v):
+        m = b1 * m + (1.0 - b1) * g
+        v = b2 * v + (1.0 - b2) * g * g
+        return p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), m, v
+
+    out = jax.tree.map(leaf, params, grads, m, v)
+    return jax.tree.transpose(jax.tree.structure(params), jax.tree.structure((0, 0, 0)), out)
+
+
 def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num_epochs=None):
     """Adam on one member: ``num_epochs`` (default ``cfg.epochs``) passes over a fresh random
     order of the real rows, from ``init`` (warm start) or a fresh initialization."""
@@ -112,8 +131,8 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num
     nb = -(-p // bs)  # static number of mini-batches per epoch for the bucket size
     k_init, k_order = jax.random.split(key)
     params = _init_member(k_init, x.shape[1], cfg) if init is None else init
-    opt = optax.adam(cfg.learning_rate, b1=0.9, b2=cfg.beta2)
-    opt_state = opt.init(params)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    opt_state = (zeros, zeros, jnp.float32(0.0))  # Adam's moments and step count
 
     def loss_fn(prm, idx, valid):
         err = mlp_apply(prm, x[idx]) - y[idx]
@@ -125,7 +144,7 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num
     def epoch(e, carry):
         prm, ost = carry
         k = seeds[e]
-        # real rows first, in random order; padded rows after (they land in skipped batches)
+        # real rows first, in random order; padded rows after (they land in batches never run)
         # a hash of (epoch seed, row index) per row, so the order of the real rows does not depend
         # on how much padding follows them (a padded fit equals the unpadded fit); an integer hash
         # instead of a threefry call per row keeps the compiled program small
@@ -135,19 +154,16 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num
         valid = jnp.concatenate([mask[order[:p]], jnp.zeros((nb * bs - p,), bool)])
 
         def step(i, c):
-            prm, ost = c
+            prm, (m, v, t) = c
             idx = jax.lax.dynamic_slice(order, (i * bs,), (bs,))
             ok = jax.lax.dynamic_slice(valid, (i * bs,), (bs,))
             grads = jax.grad(loss_fn)(prm, idx, ok)
-            upd, new_ost = opt.update(grads, ost, prm)
-            new_prm = optax.apply_updates(prm, upd)
-            # a batch of padding only: no Adam step at all (Keras never takes it)
-            any_ok = jnp.any(ok)
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(any_ok, a, b), new, old)  # noqa: E731
-            return keep(new_prm, prm), keep(new_ost, ost)
+            prm, m, v = adam_step(prm, grads, m, v, t + 1.0, cfg.learning_rate, 0.9, cfg.beta2)
+            return prm, (m, v, t + 1.0)
 
-        # only the batches that hold real rows: a dynamic trip count (a while loop) skips the
-        # padding's compute, also under vmap, where seeds with equal data sizes share the count
+        # only the batches that hold real rows (each holds at least one, as Keras' batches): a
+        # dynamic trip count (a while loop) skips the padding's compute, also under vmap, where
+        # seeds with equal data sizes share the count
         return jax.lax.fori_loop(0, num_real_batches, step, (prm, ost))
 
     num_real_batches = jnp.minimum((jnp.sum(mask) + bs - 1) // bs, nb)

@@ -64,12 +64,16 @@ def test_candidates_are_distinct_in_the_encoding():
     assert len({f.tobytes() for f in feats2}) < len(feats2)  # without it, duplicates in the encoding
 
 
-def test_candidates_are_new_distinct_mutations_of_the_best():
-    s = make_searcher("bananas", bench().space, **TINY)
+def _told_state(s):
     state = s.init(jax.random.PRNGKey(0))
     toks = jax.vmap(s.space.sample)(jax.random.split(jax.random.PRNGKey(1), 10))
-    scores = jnp.arange(10, dtype=jnp.float32)
-    state, _ = s.tell(jax.random.PRNGKey(2), toks, scores, state)
+    state, _ = s.tell(jax.random.PRNGKey(2), toks, jnp.arange(10, dtype=jnp.float32), state)
+    return state, toks
+
+
+def test_candidates_are_new_distinct_mutations_of_the_best():
+    s = make_searcher("bananas", bench().space, **dict(TINY, max_edits=1))
+    state, toks = _told_state(s)
     cand, ok = jax.jit(s.candidates)(jax.random.PRNGKey(3), state)
     cand, ok = np.asarray(cand)[np.asarray(ok)], np.asarray(ok)
     assert ok.sum() == 20
@@ -82,6 +86,21 @@ def test_candidates_are_new_distinct_mutations_of_the_best():
     from_best = dist[:, 0] == 1
     assert np.all(dist.min(1) == 1)
     assert 8 <= from_best.sum() < 20 and np.all(from_best[: from_best.sum()])
+
+
+def test_multi_edit_candidates_mix_edit_counts():
+    for dedup in (False, True):
+        s = make_searcher("bananas", bench().space, **dict(TINY, max_edits=2, dedup_encoding=dedup))
+        state, toks = _told_state(s)
+        cand, ok = jax.jit(s.candidates)(jax.random.PRNGKey(3), state)
+        cand = np.asarray(cand)[np.asarray(ok)]
+        assert len(cand) == 20
+        dist = np.asarray([[int(np.sum(c != np.asarray(toks[p]))) for p in (9, 8, 7, 6, 5)] for c in cand])
+        assert set(dist.min(1).tolist()) == {1, 2}  # one or two edits of a parent, both counts used
+        if not dedup:  # 20 draws from the best's 264 neighbours: nearly all distinct and first
+            assert set(dist[:15, 0].tolist()) == {1, 2}
+    with pytest.raises(ValueError, match="max_edits"):
+        make_searcher("bananas", bench().space, max_edits=0)
 
 
 def test_options_fail_clearly():

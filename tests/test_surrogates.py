@@ -7,7 +7,7 @@ import pytest
 
 from surrogates import gp as gpm
 from surrogates.kernels import hamming_distance, kernel_matrix
-from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
+from surrogates.mlp_ensemble import MLPEnsembleConfig, adam_step, ensemble_mean_std, fit_ensemble, predict_ensemble
 from surrogates.padding import bucket_size
 
 CFG = MLPEnsembleConfig(num_members=3, num_layers=3, width=16, epochs=60)
@@ -73,6 +73,25 @@ def test_mlp_warm_start_continues_from_given_params():
     cold = fit(jax.random.PRNGKey(4), x[:100], y[:100], mask, CFG, None, None, jnp.int32(5))
     mae = lambda p: float(jnp.mean(jnp.abs(predict_ensemble(p, x[100:], CFG).mean(0) - y[100:])))  # noqa: E731
     assert mae(warm) < 0.7 * mae(cold)
+
+
+def test_fused_adam_step_equals_optax_adam():
+    import optax
+
+    params = {"a": jnp.array([1.0, -2.0, 0.5]), "b": jnp.array([[0.3]])}
+    opt = optax.adam(0.01, b1=0.9, b2=0.99)
+    st = opt.init(params)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    mine, m, v = params, zeros, zeros
+    ref = params
+    for t in range(1, 6):
+        grads = jax.tree.map(lambda p, t=t: jnp.sin(3.0 * p + t), ref)
+        upd, st = opt.update(grads, st, ref)
+        ref = optax.apply_updates(ref, upd)
+        mine, m, v = adam_step(mine, jax.tree.map(lambda p, t=t: jnp.sin(3.0 * p + t), mine), m, v, float(t), 0.01)
+    for k in params:
+        np.testing.assert_allclose(mine[k], ref[k], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(mine["a"], params["a"])  # it moved
 
 
 def test_mlp_config_validates():

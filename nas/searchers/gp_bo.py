@@ -6,8 +6,8 @@ between the adjacency matrices and the list of operations." Here: the exact GP o
 ``surrogates.gp`` with the ``"hamming"`` kernel ``exp(-d_H / l)`` on the ``"adjacency"`` encoding
 (adjacency bits + one-hot ops; on NAS-Bench-201 the adjacency is fixed, so this is the per-edge
 op one-hot), hyperparameters by marginal likelihood, expected improvement by default (``"ucb"``
-as in the paper's baseline by config), and the same batch loop as BANANAS (``t0 = k = 10``,
-mutation candidates, top ``k`` per step; ``nas.searchers.bananas.BOSearcher``).
+as in the paper's baseline by config), and the same batch loop and candidates as BANANAS (``t0 =
+k = 10``, mutation candidates of up to 2 edits, top ``k`` per step; ``nas.searchers.bananas.BOSearcher``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class GPBO(BOSearcher):
         acq_opt: str = "mutation",
         num_candidates: int = 100,
         patience: int = 5,
+        max_edits: int = 2,
         num_random: int = 100,
         kernel: str = "hamming",
         gp_steps: int = 100,
@@ -55,6 +56,7 @@ class GPBO(BOSearcher):
             acq_opt=acq_opt,
             num_candidates=num_candidates,
             patience=patience,
+            max_edits=max_edits,
             num_random=num_random,
             kernel=kernel,
             gp_steps=gp_steps,

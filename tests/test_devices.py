@@ -1,0 +1,51 @@
+"""Seeds split over CPU devices (nas/devices.py) give the same numbers as one device."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nas.devices import seed_mesh_size
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# runs in a fresh process: the device count is fixed when JAX's backend starts
+_SCRIPT = """
+import sys, jax, numpy as np
+from nas.devices import use_cpu_cores
+assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
+from nas.host_loop import run_chunked
+from nas.searcher import make_searcher
+from spaces.registry import make_benchmark
+bench = make_benchmark("nb201/cifar10")
+keys = jax.random.split(jax.random.PRNGKey(3), 4)
+bo = make_searcher("gp_bo", bench.space, max_queries=20, gp_steps=3, num_candidates=10)
+h_bo = run_chunked(bo, bench, keys, chunk_steps=bo.num_steps, progress=False)
+rs = make_searcher("random_search", bench.space, max_queries=20)
+h_re = run_chunked(rs, bench, keys, chunk_steps=rs.num_steps, progress=False)
+assert len(h_bo.valid.sharding.device_set) == min(int(sys.argv[1]), 4), h_bo.valid.sharding
+np.savez(sys.argv[2], bo=np.asarray(h_bo.tokens), bo_v=np.asarray(h_bo.valid), re=np.asarray(h_re.tokens))
+"""
+
+
+def test_seed_mesh_size_divides_the_seeds():
+    devs = list(range(4))
+    assert seed_mesh_size(100, devs) == 4
+    assert seed_mesh_size(6, devs) == 3
+    assert seed_mesh_size(7, devs) == 1
+    assert seed_mesh_size(1, devs) == 1
+
+
+@pytest.mark.parametrize("devices", [2])
+def test_sharded_seeds_equal_one_device(tmp_path, devices):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = {}
+    for n in (1, devices):
+        path = str(tmp_path / f"h{n}.npz")
+        r = subprocess.run([sys.executable, "-c", _SCRIPT, str(n), path], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        out[n] = np.load(path)
+    for k in out[1].files:
+        np.testing.assert_array_equal(out[1][k], out[devices][k], err_msg=k)

@@ -201,8 +201,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
 
         def log(info, label=label):
             line = {"searcher": label, "time": time.time(), **info}
-            with open(metrics_path, "a") as f:
-                f.write(json.dumps(rep._clean(line)) + "\n")
+            rep.append_line_atomic(metrics_path, json.dumps(rep._clean(line)))
 
         ckpt = os.path.join(workdir, "ckpt", f"{label}.npz")
         h = run_chunked(

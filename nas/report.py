@@ -31,6 +31,18 @@ def atomic_write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def append_line_atomic(path: str, line: str) -> None:
+    """Appends one line to a small text file by rewriting it atomically (an interrupted write
+    leaves the old file whole; a partial last line from an older, non-atomic writer is dropped)."""
+    old = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if old and not old.endswith("\n"):
+            old = old[: old.rfind("\n") + 1]
+    atomic_write_text(path, old + line.rstrip("\n") + "\n")
+
+
 def _clean(x):
     """JSON-safe: numpy scalars to Python, non-finite floats to None."""
     if isinstance(x, dict):

@@ -29,6 +29,7 @@ _QUERIES = flags.DEFINE_integer("queries", 150, "query budget per seed")
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "benchmark name")
 _REMAADE = flags.DEFINE_string("remaade_kwargs", "{}", "JSON kwargs for remaade")
 _REACTS = flags.DEFINE_string("reacts_kwargs", "{}", "JSON kwargs for reacts")
+_CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 0, "CPU devices to split the seeds over (0 = one per core)")
 _CHILD = flags.DEFINE_string("child", "", "internal: run one searcher in this process")
 
 
@@ -36,13 +37,16 @@ def run_one(name: str, kwargs: dict) -> dict:
     import jax
     import numpy as np
 
+    from nas.devices import shard_seeds, use_cpu_cores
+
+    use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     from nas.runner import incumbent_curve, make_search
     from nas.searcher import make_searcher
     from spaces.registry import make_benchmark
 
     bench = make_benchmark(_BENCH.value)
     s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **kwargs)
-    keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)
+    keys = shard_seeds(jax.random.split(jax.random.PRNGKey(0), _SEEDS.value), _SEEDS.value)
     fn = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))
     t0 = time.perf_counter()
     compiled = fn.lower(keys, bench).compile()

@@ -12,7 +12,7 @@ import pytest
 from configs import default
 from nas import experiment
 from nas.host_loop import auto_chunk_steps, run_chunked
-from nas.report import incumbent_scores, query_points
+from nas.report import append_line_atomic, incumbent_scores, query_points
 from nas.runner import incumbent_curve, make_run, make_search
 from nas.searcher import make_searcher
 from spaces.registry import make_benchmark
@@ -80,6 +80,18 @@ def test_resume_equals_uninterrupted(tmp_path):
     # a different config in the same workdir is refused, naming the difference
     with pytest.raises(experiment.ConfigError, match="max_queries"):
         experiment.run_experiment(small_config(max_queries=30), part, progress=False)
+
+
+def test_append_line_atomic_keeps_whole_lines(tmp_path):
+    path = str(tmp_path / "metrics.jsonl")
+    append_line_atomic(path, '{"a": 1}')
+    append_line_atomic(path, '{"a": 2}\n')
+    with open(path, "a") as f:
+        f.write('{"a": 3')  # a partial line, as an interrupted plain append would leave
+    append_line_atomic(path, '{"a": 4}')
+    with open(path) as f:
+        assert [json.loads(x)["a"] for x in f.read().splitlines()] == [1, 2, 4]
+    assert os.listdir(tmp_path) == ["metrics.jsonl"]  # no temporary file left
 
 
 def test_config_validation_messages():

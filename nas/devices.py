@@ -10,6 +10,11 @@ accelerators (one GPU: no sharding, nothing changes).
 
 Results do not depend on the sharding: each seed runs the same per-seed program
 (``tests/test_devices.py`` runs 1 and 2 devices and compares the histories bit for bit).
+
+Known limit: a program with a batched CPU LAPACK call (the GP's Cholesky in ``gp_bo`` and
+``bananas(predictor="gp")``) deadlocked in jaxlib's ``ParallelBatchMap`` when the seeds were
+split over 2 CPU devices (gdb: the LAPACK kernel waits on tasks the idle pool never runs). Such
+searchers say ``splits_over_devices = False`` and the runners keep them on one device.
 """
 
 from __future__ import annotations

@@ -175,12 +175,13 @@ def run_chunked(
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")
     fprint = fingerprint(searcher, keys, fingerprint_extra)
     num_seeds = keys.shape[0]
-    keys = shard_seeds(keys, num_seeds)  # the seeds split over the devices (nas/devices.py)
+    if getattr(searcher, "splits_over_devices", True):
+        keys = shard_seeds(keys, num_seeds)  # the seeds split over the devices (nas/devices.py)
     init = _compiled(searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k))))
     state = init(keys)
     if ckpt_path is not None:
         loaded = _load_checkpoint(ckpt_path, state, fprint)
-        state = shard_seeds(loaded, num_seeds) if loaded is not None else state
+        state = state if loaded is None else jax.device_put(loaded, keys.sharding)
 
     def chunk_fn(length: int, lo: int = 0):
         # optional hook: a searcher may run steps [lo, lo + length) as a static variant of itself

@@ -21,7 +21,7 @@ from nas.searcher import make_searcher
 from spaces.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(3), 4)
-bo = make_searcher("gp_bo", bench.space, max_queries=20, gp_steps=3, num_candidates=10)
+bo = make_searcher("bananas", bench.space, max_queries=20, epochs=2, num_members=2, num_layers=2, num_candidates=10)
 h_bo = run_chunked(bo, bench, keys, chunk_steps=bo.num_steps, progress=False)
 rs = make_searcher("random_search", bench.space, max_queries=20)
 h_re = run_chunked(rs, bench, keys, chunk_steps=rs.num_steps, progress=False)
@@ -36,6 +36,16 @@ def test_seed_mesh_size_divides_the_seeds():
     assert seed_mesh_size(6, devs) == 3
     assert seed_mesh_size(7, devs) == 1
     assert seed_mesh_size(1, devs) == 1
+
+
+def test_gp_searchers_stay_on_one_device():
+    from nas.searcher import make_searcher
+    from spaces.registry import make_benchmark
+
+    space = make_benchmark("nb201/cifar10").space
+    assert not make_searcher("gp_bo", space).splits_over_devices  # batched LAPACK (nas/devices.py)
+    assert not make_searcher("bananas", space, predictor="gp").splits_over_devices
+    assert make_searcher("bananas", space).splits_over_devices
 
 
 @pytest.mark.parametrize("devices", [2])

@@ -178,6 +178,12 @@ class BOSearcher(Searcher):
         self.bucket_multiple = int(bucket_multiple)
         self.bucket = int(bucket)
 
+    @property
+    def splits_over_devices(self) -> bool:
+        """False with a GP: jaxlib's batched CPU LAPACK kernels (the GP's Cholesky) deadlocked
+        when the seeds were split over 2 CPU devices (``nas/devices.py``); such runs stay on one."""
+        return self.predictor != "gp"
+
     # -- buckets (surrogates.padding) -------------------------------------------------
     @property
     def capacity(self) -> int:

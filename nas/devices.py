@@ -14,7 +14,9 @@ Results do not depend on the sharding: each seed runs the same per-seed program
 Known limit: a program with a batched CPU LAPACK call (the GP's Cholesky in ``gp_bo`` and
 ``bananas(predictor="gp")``) deadlocked in jaxlib's ``ParallelBatchMap`` when the seeds were
 split over 2 CPU devices (gdb: the LAPACK kernel waits on tasks the idle pool never runs). Such
-searchers say ``splits_over_devices = False`` and the runners keep them on one device.
+searchers say ``splits_over_devices = False`` and the runners keep them on one device. The hang
+also happened on one device (2 of about 10 GP-BO runs of 100 seeds; resuming from the
+checkpoint got through), so the root cause is in the LAPACK kernel, not in the split.
 """
 
 from __future__ import annotations

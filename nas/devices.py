@@ -78,3 +78,12 @@ def shard_seeds(tree, num_seeds: int):
         if np.ndim(leaf) == 0 or np.shape(leaf)[0] != num_seeds:
             raise ValueError(f"shard_seeds: every leaf needs the seed axis ({num_seeds}) first, got {np.shape(leaf)}")
     return jax.device_put(tree, sharding)
+
+
+def shard_keys(searcher, keys):
+    """The seed keys of a run of ``searcher``, split over the devices unless the searcher says it
+    must stay on one (``splits_over_devices = False``, e.g. GP predictors; see above). The state
+    that ``jit`` computes from the keys follows their placement."""
+    if not getattr(searcher, "splits_over_devices", True):
+        return keys
+    return shard_seeds(keys, keys.shape[0])

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from nas.devices import shard_seeds
+from nas.devices import shard_keys
 from nas.runner import History, init_state, run_steps
 from nas.searcher import Searcher
 
@@ -174,9 +174,7 @@ def run_chunked(
     if chunk_steps < 1:
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")
     fprint = fingerprint(searcher, keys, fingerprint_extra)
-    num_seeds = keys.shape[0]
-    if getattr(searcher, "splits_over_devices", True):
-        keys = shard_seeds(keys, num_seeds)  # the seeds split over the devices (nas/devices.py)
+    keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
     init = _compiled(searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k))))
     state = init(keys)
     if ckpt_path is not None:

@@ -37,7 +37,7 @@ def run_one(name: str, kwargs: dict) -> dict:
     import jax
     import numpy as np
 
-    from nas.devices import shard_seeds, use_cpu_cores
+    from nas.devices import shard_keys, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     from nas.runner import incumbent_curve, make_search
@@ -46,7 +46,7 @@ def run_one(name: str, kwargs: dict) -> dict:
 
     bench = make_benchmark(_BENCH.value)
     s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **kwargs)
-    keys = shard_seeds(jax.random.split(jax.random.PRNGKey(0), _SEEDS.value), _SEEDS.value)
+    keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(0), _SEEDS.value))
     fn = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))
     t0 = time.perf_counter()
     compiled = fn.lower(keys, bench).compile()

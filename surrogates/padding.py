@@ -28,7 +28,7 @@ import functools
 
 import jax
 
-from nas.devices import shard_seeds
+from nas.devices import shard_keys
 from nas.runner import History, init_state, run_steps
 
 
@@ -80,8 +80,7 @@ def run_segments(searcher, benchmark, keys: jax.Array, on_segment=None) -> Histo
 
     ``on_segment(index, bucket, num_steps)`` (optional) is called after each segment finishes.
     """
-    if getattr(searcher, "splits_over_devices", True):
-        keys = shard_seeds(keys, keys.shape[0])  # the seeds split over the devices (nas/devices.py)
+    keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
     state = _init_fn(searcher)(keys)
     for i, (bucket, steps) in enumerate(segment_plan(searcher)):
         state = make_segment_fn(searcher.with_bucket(bucket), steps)(keys, state, benchmark)

@@ -43,6 +43,26 @@ def seen_add(seen: Seen, ids: jax.Array) -> Seen:
     return Seen(ids=new, count=jnp.minimum(seen.count + ids.shape[0], cap))
 
 
+def rank_among(mask: jax.Array) -> jax.Array:
+    """int32[M]: how many rows before row ``i`` have ``mask`` (the rank of a masked row among them)."""
+    return jnp.cumsum(mask.astype(jnp.int32)) - 1
+
+
+def pack_slots(ok: jax.Array, n: int, start: jax.Array | int = 0) -> jax.Array:
+    """Slot of each row when the rows with ``ok`` are packed, in order, into slots ``start, start+1, ...``
+    of an ``n``-row buffer; rows without ``ok`` or past the end get slot ``n`` (``.at[...].set(mode="drop")``
+    drops them)."""
+    slot = start + rank_among(ok)
+    return jnp.where(ok & (slot < n), slot, n)
+
+
+def pack_first(ok: jax.Array, n: int, *arrays: jax.Array, fill=0) -> tuple[list[jax.Array], jax.Array]:
+    """The first ``n`` rows with ``ok`` of each array (in order; ``fill`` after them) and bool[n] "filled"."""
+    slot = pack_slots(ok, n)
+    out = [jnp.full((n,) + a.shape[1:], fill, a.dtype).at[slot].set(a, mode="drop") for a in arrays]
+    return out, jnp.arange(n) < jnp.sum(ok)
+
+
 def first_occurrence(ids: jax.Array) -> jax.Array:
     """bool[M]: ``ids[i]`` does not occur at any ``j < i``."""
     m = ids.shape[0]
@@ -103,8 +123,7 @@ def fill_unique_aux(
         ids = jax.vmap(space.string_id)(cand)
         ok = (ids >= 0) & ~seen_contains(seen, ids) & first_occurrence(ids)
         ok &= ~jnp.any(ids[:, None] == out_ids[None, :], axis=1)
-        slot = filled + jnp.cumsum(ok) - 1
-        slot = jnp.where(ok & (slot < n), slot, n)
+        slot = pack_slots(ok, n, filled)
         out = out.at[slot].set(cand, mode="drop")
         out_ids = out_ids.at[slot].set(ids, mode="drop")
         out_tags = out_tags.at[slot].set(tags.astype(jnp.int32), mode="drop")

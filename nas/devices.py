@@ -84,6 +84,18 @@ def shard_keys(searcher, keys):
     """The seed keys of a run of ``searcher``, split over the devices unless the searcher says it
     must stay on one (``splits_over_devices = False``, e.g. GP predictors; see above). The state
     that ``jit`` computes from the keys follows their placement."""
-    if not getattr(searcher, "splits_over_devices", True):
+    if not searcher.splits_over_devices:
         return keys
     return shard_seeds(keys, keys.shape[0])
+
+
+def shard_like(keys, tree):
+    """``tree`` (leaves with the seed axis first) placed like ``keys``: split over the same devices.
+
+    The state that ``init`` returns must be placed like the state a chunk returns,
+    or the second chunk sees new input shardings and compiles again.
+    """
+    sharding = getattr(keys, "sharding", None)
+    if not isinstance(sharding, NamedSharding):
+        return tree
+    return jax.device_put(tree, sharding)

@@ -20,7 +20,6 @@ interrupted one from its checkpoint with identical numbers.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import time
@@ -29,9 +28,10 @@ import jax
 import numpy as np
 
 from nas import report as rep
-from nas.host_loop import run_chunked, save_atomic
-from nas.runner import make_run as _make_run
-from nas.searcher import available_searchers, make_searcher, searcher_kwargs
+from nas.host_loop import run_chunked
+from nas.searcher import Searcher, available_searchers, make_options, searcher_class
+from spaces.files import savez_atomic, write_text_atomic
+from spaces.names import unknown
 
 REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searchers")
 # config fields -> benchmark loader options
@@ -78,7 +78,7 @@ def benchmark_kwargs(cfg: dict) -> dict:
 
 def validate_config(config) -> None:
     """Fails with a clear message on anything that would fail later (before any compile)."""
-    from spaces.registry import available_benchmarks, benchmark_options
+    from spaces.benchmarks.registry import available_benchmarks, benchmark_options
 
     cfg = _to_dict(config)
     missing = [k for k in REQUIRED if k not in cfg]
@@ -86,9 +86,7 @@ def validate_config(config) -> None:
         raise ConfigError(f"config lacks field(s) {missing}; see configs/default.py for the schema")
     name = cfg["benchmark"]
     if name not in available_benchmarks():
-        close = difflib.get_close_matches(name, available_benchmarks(), n=3)
-        hint = f" Did you mean {close}?" if close else ""
-        raise ConfigError(f"config.benchmark: unknown benchmark {name!r}.{hint} Registered: {available_benchmarks()}")
+        raise ConfigError(f"config.benchmark: {unknown('benchmark', name, available_benchmarks())}")
     if cfg["protocol"] not in ("mean", "random"):
         raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
     allowed = benchmark_options(name)
@@ -105,43 +103,40 @@ def validate_config(config) -> None:
             raise ConfigError(f"config.{field} must be >= 1, got {cfg[field]}")
     if not cfg["searchers"]:
         raise ConfigError("config.searchers is empty: name at least one searcher")
-    registered = available_searchers()
-    for label, entry in searcher_entries(config).items():
-        sname = entry.get("name")
-        if sname not in registered:
-            close = difflib.get_close_matches(str(sname), registered, n=3)
-            hint = f" Did you mean {close}?" if close else ""
-            raise ConfigError(
-                f"config.searchers.{label}.name: unknown searcher {sname!r}.{hint} Registered: {registered}"
-            )
-        opts = [k for k in entry if k != "name"]
-        if "max_queries" in opts:
-            raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
-        known = searcher_kwargs(sname)
-        bad = [k for k in opts if k not in known]
-        if bad:
-            raise ConfigError(f"config.searchers.{label}: searcher {sname!r} has no option(s) {bad}; options: {known}")
+    for label in searcher_entries(config):
+        searcher_options_of(config, label)
     selected_labels(config)
 
 
+def searcher_options_of(config, label: str):
+    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError."""
+    entry = searcher_entries(config)[label]
+    sname = entry.get("name")
+    if sname not in available_searchers():
+        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, available_searchers())}")
+    opts = {k: v for k, v in entry.items() if k != "name"}
+    if "max_queries" in opts:
+        raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
+    try:
+        return make_options(sname, max_queries=int(_to_dict(config)["max_queries"]), **opts)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"config.searchers.{label}: {e}") from e
+
+
 def build_benchmark(config):
-    from spaces.registry import make_benchmark
+    from spaces.benchmarks.registry import make_benchmark
 
     cfg = _to_dict(config)
     return make_benchmark(cfg["benchmark"], **benchmark_kwargs(cfg))
 
 
-def build_searcher(config, label: str, space):
-    entry = searcher_entries(config)[label]
-    opts = {k: v for k, v in entry.items() if k != "name"}
-    return make_searcher(entry["name"], space, max_queries=int(_to_dict(config)["max_queries"]), **opts)
-
-
-def make_run(config, label: str):
-    """``run(key) -> History`` for searcher ``label`` of ``config`` (PureJaxRL style)."""
-    validate_config(config)
-    bench = build_benchmark(config)
-    return _make_run(build_searcher(config, label, bench.space), bench)
+def build_searcher(config, label: str, space) -> Searcher:
+    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space)."""
+    options = searcher_options_of(config, label)
+    try:
+        return searcher_class(searcher_entries(config)[label]["name"])(space, options)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"config.searchers.{label}: {e}") from e
 
 
 def trial_keys(config) -> jax.Array:
@@ -169,39 +164,60 @@ def check_workdir_config(workdir: str, config) -> None:
         )
 
 
+HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
+
+
 def _history_arrays(h) -> dict[str, np.ndarray]:
-    return {k: np.asarray(getattr(h, k)) for k in ("tokens", "valid", "test", "cost")}
+    return {k: np.asarray(getattr(h, k)) for k in HISTORY_FIELDS}
+
+
+def record_metrics(path: str, line: dict) -> None:
+    """Adds one chunk's line to ``metrics.jsonl``, replacing an earlier line of the same searcher and step
+    (a chunk rerun after a kill writes its line again; the file never holds it twice)."""
+    kept = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for raw in f.read().splitlines(keepends=True):
+                if not raw.endswith("\n"):
+                    continue  # a partial line from an interrupted non-atomic writer
+                try:
+                    old = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if (old.get("searcher"), old.get("step")) != (line["searcher"], line["step"]):
+                    kept.append(raw)
+    write_text_atomic(path, "".join(kept) + json.dumps(rep.clean(line)) + "\n")
 
 
 def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int | None = None) -> dict | None:
     """Runs the selected searchers into ``workdir`` and writes the reports.
 
-    ``max_chunks`` stops each unfinished searcher after that many chunks (an
-    interruption, for tests); the function then returns None before writing
-    the reports.
+    Everything is validated and built (objective, searchers) before the workdir
+    is touched. ``max_chunks`` stops each unfinished searcher after that many
+    chunks (an interruption, for tests); the function then returns None before
+    writing the reports.
     """
     validate_config(config)
     cfg = _to_dict(config)
-    os.makedirs(os.path.join(workdir, "history"), exist_ok=True)
-    os.makedirs(os.path.join(workdir, "ckpt"), exist_ok=True)
     check_workdir_config(workdir, config)
-    rep.write_json(os.path.join(workdir, "config.json"), cfg)
     bench = build_benchmark(config)
+    searchers = {label: build_searcher(config, label, bench.space) for label in selected_labels(config)}
     keys = trial_keys(config)
     entries = searcher_entries(config)
+    os.makedirs(os.path.join(workdir, "history"), exist_ok=True)
+    os.makedirs(os.path.join(workdir, "ckpt"), exist_ok=True)
+    rep.write_json(os.path.join(workdir, "config.json"), cfg)
     metrics_path = os.path.join(workdir, "metrics.jsonl")
     interrupted = False
-    for label in selected_labels(config):
+    for label, searcher in searchers.items():
         hist_path = os.path.join(workdir, "history", f"{label}.npz")
         if os.path.exists(hist_path):
             print(f"{label}: finished earlier, skipped ({hist_path})", flush=True)
             continue
-        searcher = build_searcher(config, label, bench.space)
         extra = json.dumps({"entry": entries[label], **{k: cfg.get(k) for k in RUN_FIELDS}}, sort_keys=True)
 
         def log(info, label=label):
-            line = {"searcher": label, "time": time.time(), **info}
-            rep.append_line_atomic(metrics_path, json.dumps(rep._clean(line)))
+            record_metrics(metrics_path, {"searcher": label, "time": time.time(), **info})
 
         ckpt = os.path.join(workdir, "ckpt", f"{label}.npz")
         h = run_chunked(
@@ -220,7 +236,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
         if h is None:
             interrupted = True
             continue
-        save_atomic(hist_path, {**_history_arrays(h), "entry": np.asarray(json.dumps(entries[label]))})
+        savez_atomic(hist_path, {**_history_arrays(h), "entry": np.asarray(json.dumps(entries[label]))})
         os.remove(ckpt)
     if interrupted:
         return None
@@ -236,7 +252,7 @@ def write_reports(config, workdir: str, bench=None) -> dict:
         path = os.path.join(workdir, "history", f"{label}.npz")
         if os.path.exists(path):
             with np.load(path) as z:
-                histories[label] = {"valid": z["valid"], "test": z["test"]}
+                histories[label] = {"score": z["score"], "report_score": z["report_score"]}
             options[label] = entry
     if not histories:
         raise ConfigError(f"no finished searcher in {workdir}/history to report on")

@@ -1,6 +1,6 @@
 """Reports of a many-seed comparison: summary JSON, CSV table, PNG plot.
 
-The protocol (DESIGN.md): after each query the incumbent is the string with
+The protocol: after each query the incumbent is the string with
 the best validation score so far (ties keep the earlier query); the reported
 figure is the incumbent's test score converted by ``benchmark.report`` (error
 in % for accuracy tables, MSE for HPOLib), or its seed-mean validation score
@@ -8,7 +8,7 @@ where the table has no test split, and the summary says which. Statistics
 over trials: mean, std (population std, ``ddof=0``), median and quartiles at
 fixed query counts.
 
-Everything is written atomically (temporary file, then ``os.replace``).
+Everything is written atomically (``spaces.files``).
 """
 
 from __future__ import annotations
@@ -17,40 +17,21 @@ import csv
 import io
 import json
 import math
-import os
 
 import numpy as np
 
-
-def atomic_write_text(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+from nas.runner import incumbent_curve
+from spaces.files import write_bytes_atomic, write_text_atomic
 
 
-def append_line_atomic(path: str, line: str) -> None:
-    """Appends one line to a small text file by rewriting it atomically (an interrupted write
-    leaves the old file whole; a partial last line from an older, non-atomic writer is dropped)."""
-    old = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            old = f.read()
-        if old and not old.endswith("\n"):
-            old = old[: old.rfind("\n") + 1]
-    atomic_write_text(path, old + line.rstrip("\n") + "\n")
-
-
-def _clean(x):
+def clean(x):
     """JSON-safe: numpy scalars to Python, non-finite floats to None."""
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [clean(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _clean(x.tolist())
+        return clean(x.tolist())
     if isinstance(x, (np.floating, float)):
         return float(x) if math.isfinite(float(x)) else None
     if isinstance(x, np.integer):
@@ -59,26 +40,13 @@ def _clean(x):
 
 
 def write_json(path: str, obj) -> None:
-    atomic_write_text(path, json.dumps(_clean(obj), indent=2, sort_keys=False) + "\n")
+    """``obj`` as indented JSON (numpy values converted, non-finite floats as null), written atomically."""
+    write_text_atomic(path, json.dumps(clean(obj), indent=2, sort_keys=False) + "\n")
 
 
-def incumbent_scores(valid: np.ndarray, test: np.ndarray) -> np.ndarray:
-    """f[T, Q] test score of the best-validation string among the first q+1 queries.
-
-    ``valid``/``test`` are [T, Q] (trials x queries); ties keep the earlier
-    query (a later query must be strictly better to take over).
-    """
-    valid = np.asarray(valid, np.float64)
-    test = np.asarray(test, np.float64)
-    out = np.empty_like(test)
-    best_v = np.full(valid.shape[0], -np.inf)
-    best_t = np.full(valid.shape[0], -np.inf)
-    for q in range(valid.shape[1]):
-        better = valid[:, q] > best_v
-        best_v = np.where(better, valid[:, q], best_v)
-        best_t = np.where(better, test[:, q], best_t)
-        out[:, q] = best_t
-    return out
+def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
+    """f64[T, Q]: the report score of the best-score query among the first q + 1 (``nas.runner.incumbent_curve``)."""
+    return np.asarray(incumbent_curve(np.asarray(score), np.asarray(report_score))[1], np.float64)
 
 
 def query_points(max_queries: int, every: int) -> list[int]:
@@ -112,11 +80,13 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
     points = query_points(max_queries, every)
     curves, per = {}, {}
     for label, h in histories.items():
-        curves[label] = benchmark.report(incumbent_scores(h["valid"], h["test"]))
+        curves[label] = benchmark.report(incumbent_scores(h["score"], h["report_score"]))
         per[label] = {"options": options.get(label, {}), **searcher_summary(curves[label], points)}
     best = benchmark.best_valid()
     split = split_name(benchmark)
-    oracle = best["test_of_best_valid"] if benchmark.has_test else best["best_valid"]
+    oracle = None
+    if best is not None:
+        oracle = float(benchmark.report(best["test_of_best_valid"] if benchmark.has_test else best["best_valid"]))
     summary = {
         "benchmark": benchmark.name,
         "protocol": benchmark.protocol,
@@ -125,10 +95,10 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
         "note": (
             "reported: test score of the incumbent (best validation so far)"
             if benchmark.has_test
-            else "no test data given: reported figures are the incumbent's seed-mean VALIDATION error"
+            else "no test split: reported figures are the incumbent's seed-mean VALIDATION metric"
         ),
         "max_queries": int(max_queries),
-        "table_best_valid_reported": float(benchmark.report(oracle)),
+        "table_best_valid_reported": oracle,
         "searchers": per,
     }
     return summary, curves
@@ -142,7 +112,7 @@ def write_csv(path: str, summary: dict) -> None:
         for i, q in enumerate(s["queries"]):
             row = [float(s[k][i]) for k in ("mean", "std", "median", "q25", "q75")]
             w.writerow([label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"]])
-    atomic_write_text(path, buf.getvalue())
+    write_text_atomic(path, buf.getvalue())
 
 
 def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75)) -> None:
@@ -174,10 +144,10 @@ def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = f"{path}.tmp{os.getpid()}.png"
-    fig.savefig(tmp)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
+    write_bytes_atomic(path, buf.getvalue())
 
 
 def format_table(summary: dict, at=None) -> str:

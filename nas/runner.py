@@ -1,13 +1,14 @@
 """The many-seed runner: one search run is one array program.
 
-``make_search(searcher, benchmark) -> run(key, benchmark) -> History`` scans
+``make_search(searcher) -> run(key, objective) -> History`` scans
 ask -> query -> tell until the searcher's query budget is spent. Step ``t``
 uses keys derived with ``jax.random.fold_in(key, t)``, so a run split into
 chunks (the host loop in ``nas.host_loop``) gives exactly the same numbers as
 one uninterrupted scan.
 
-The benchmark is an argument (a pytree of table arrays), not a closure, so
-large tables are not baked into the compiled program as constants.
+The objective (a table or a training task: ``query(key, tokens[B, N]) ->
+{"valid", "test", "cost"}``) is an argument, a pytree, not a closure, so large
+tables are not baked into the compiled program as constants.
 """
 
 from __future__ import annotations
@@ -25,10 +26,26 @@ INIT_FOLD = 0x7FFFFFFF  # init key = fold_in(key, INIT_FOLD); step t uses fold_i
 
 @struct.dataclass
 class History:
-    tokens: jax.Array  # int32[T, N]: every queried string, in query order
-    valid: jax.Array  # f32[T]: the validation score the searcher saw
-    test: jax.Array  # f32[T]: seed-mean test score (validation if no test split)
-    cost: jax.Array  # f32[T]
+    """Every query of a run, in query order (a leading seed axis when batched).
+
+    ``score`` is what the searcher was told (the objective's ``valid``: a
+    validation score, higher is better, ``-inf`` for a failed evaluation);
+    ``report_score`` is what reports convert (the objective's ``test``: the test
+    score, or the seed-mean validation score where the objective has no test
+    split).
+    """
+
+    tokens: jax.Array  # int32[..., T, N]
+    score: jax.Array  # f32[..., T]
+    report_score: jax.Array  # f32[..., T]
+    cost: jax.Array  # f32[..., T]
+
+    def first(self, q: int) -> History:
+        """The first ``q`` queries (the budget, when the last batch ran past it)."""
+        return History(
+            tokens=self.tokens[..., :q, :], score=self.score[..., :q], report_score=self.report_score[..., :q],
+            cost=self.cost[..., :q],
+        )  # fmt: skip
 
 
 @struct.dataclass
@@ -38,94 +55,99 @@ class RunState:
     step: jax.Array  # int32[]
 
 
-def init_state(searcher: Searcher, key: jax.Array) -> RunState:
-    steps, b, n = searcher.num_steps, searcher.batch_size, searcher.space.num_tokens
-    total = steps * b
-    hist = History(
+def empty_history(searcher: Searcher) -> History:
+    """A run's history buffer: ``num_steps * batch_size`` rows."""
+    total, n = searcher.num_steps * searcher.batch_size, searcher.space.num_tokens
+    return History(
         tokens=jnp.zeros((total, n), jnp.int32),
-        valid=jnp.full((total,), -jnp.inf, jnp.float32),
-        test=jnp.full((total,), -jnp.inf, jnp.float32),
+        score=jnp.full((total,), -jnp.inf, jnp.float32),
+        report_score=jnp.full((total,), -jnp.inf, jnp.float32),
         cost=jnp.zeros((total,), jnp.float32),
     )
-    return RunState(searcher=searcher.init(jax.random.fold_in(key, INIT_FOLD)), history=hist, step=jnp.int32(0))
 
 
-def search_step(searcher: Searcher, benchmark, key: jax.Array, state: RunState) -> tuple[RunState, dict]:
+def init_state(searcher: Searcher, key: jax.Array) -> RunState:
+    searcher_state = searcher.init(jax.random.fold_in(key, INIT_FOLD))
+    return RunState(searcher=searcher_state, history=empty_history(searcher), step=jnp.int32(0))
+
+
+def search_step(searcher: Searcher, objective, key: jax.Array, state: RunState) -> tuple[RunState, dict]:
     """One ask/query/tell step; its keys depend only on ``(key, state.step)``."""
     k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, state.step), 3)
     tokens, s = searcher.ask(k_ask, state.searcher)
-    res = benchmark.query(k_query, tokens)
+    res = objective.query(k_query, tokens)
     s, metrics = searcher.tell(k_tell, tokens, res["valid"], s)
-    b = searcher.batch_size
-    start = state.step * b
+    start = state.step * searcher.batch_size
     h = state.history
+
+    def put(buf, new):
+        return jax.lax.dynamic_update_slice(buf, new.astype(buf.dtype), (start,) + (0,) * (buf.ndim - 1))
+
     h = History(
-        tokens=jax.lax.dynamic_update_slice(h.tokens, tokens.astype(jnp.int32), (start, 0)),
-        valid=jax.lax.dynamic_update_slice(h.valid, res["valid"], (start,)),
-        test=jax.lax.dynamic_update_slice(h.test, res["test"], (start,)),
-        cost=jax.lax.dynamic_update_slice(h.cost, res["cost"], (start,)),
+        tokens=put(h.tokens, tokens),
+        score=put(h.score, res["valid"]),
+        report_score=put(h.report_score, res["test"]),
+        cost=put(h.cost, res["cost"]),
     )
     return RunState(searcher=s, history=h, step=state.step + 1), metrics
 
 
-def run_steps(searcher: Searcher, benchmark, key: jax.Array, state: RunState, num_steps: int):
+def run_steps(searcher: Searcher, objective, key: jax.Array, state: RunState, num_steps: int):
     """``num_steps`` steps with ``lax.scan``; returns (state, metrics[num_steps])."""
 
     def body(st, _):
-        return search_step(searcher, benchmark, key, st)
+        return search_step(searcher, objective, key, st)
 
     return jax.lax.scan(body, state, None, length=num_steps)
 
 
 def make_search(searcher: Searcher):
-    """``run(key, benchmark) -> History`` for one seed; ``vmap`` it over keys."""
+    """``run(key, objective) -> History`` for one seed; ``vmap`` it over keys."""
 
-    def run(key: jax.Array, benchmark) -> History:
+    def run(key: jax.Array, objective) -> History:
         state = init_state(searcher, key)
-        state, _ = run_steps(searcher, benchmark, key, state, searcher.num_steps)
-        h = state.history
-        q = searcher.max_queries
-        return History(tokens=h.tokens[:q], valid=h.valid[:q], test=h.test[:q], cost=h.cost[:q])
+        state, _ = run_steps(searcher, objective, key, state, searcher.num_steps)
+        return state.history.first(searcher.max_queries)
 
     return run
 
 
-def incumbent_curve(history: History) -> tuple[jax.Array, jax.Array]:
-    """Best-so-far validation score and the test score of that incumbent.
+def make_run(searcher: Searcher, objective):
+    """``run(key) -> History`` for one seed, closing over ``objective`` (PureJaxRL style).
 
-    Works on one history (f32[T]) or batched ones (f32[..., T]); ties keep the
-    earlier query.
-    """
-
-    def one(valid, test):
-        def body(carry, x):
-            best_v, best_t = carry
-            v, t = x
-            better = v > best_v
-            carry = (jnp.where(better, v, best_v), jnp.where(better, t, best_t))
-            return carry, carry
-
-        init = (jnp.float32(-jnp.inf), jnp.float32(-jnp.inf))
-        _, (bv, bt) = jax.lax.scan(body, init, (valid, test))
-        return bv, bt
-
-    f = one
-    for _ in range(history.valid.ndim - 1):
-        f = jax.vmap(f)
-    return f(history.valid, history.test)
-
-
-def make_run(searcher: Searcher, benchmark):
-    """``run(key) -> History`` for one seed, closing over ``benchmark`` (PureJaxRL style).
-
-    Many seeds: ``jax.jit(jax.vmap(make_run(s, b)))(keys)``. Closing over the
+    Many seeds: ``jax.jit(jax.vmap(make_run(s, b)))(keys)``. Closing over a
     table bakes it into the program as a constant: fine for small tables; for
     large ones (NAS-Bench-101) use ``make_search`` / ``nas.host_loop``, which
-    pass the benchmark as an argument.
+    pass the objective as an argument.
     """
     search = make_search(searcher)
 
     def run(key: jax.Array) -> History:
-        return search(key, benchmark)
+        return search(key, objective)
 
     return run
+
+
+def incumbent_index(score: jax.Array) -> jax.Array:
+    """int32[..., T]: the index of the best score among the first ``t + 1`` queries (ties keep the earlier),
+    or -1 while no query has a score above ``-inf``."""
+    score = jnp.asarray(score)
+    score = jnp.where(jnp.isnan(score), -jnp.inf, score)  # a NaN never becomes the incumbent
+    t = jnp.arange(score.shape[-1], dtype=jnp.int32)
+    prev_best = jax.lax.cummax(score, axis=score.ndim - 1)
+    prev_best = jnp.concatenate([jnp.full(score.shape[:-1] + (1,), -jnp.inf, score.dtype), prev_best[..., :-1]], -1)
+    improves = score > prev_best  # strictly better than everything before it (NaN never improves)
+    return jax.lax.cummax(jnp.where(improves, t, -1), axis=score.ndim - 1)
+
+
+def incumbent_curve(score: jax.Array, report_score: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Best-so-far score and the report score of that incumbent, f32[..., T] each.
+
+    The incumbent after ``t + 1`` queries is the query with the best score so
+    far (ties keep the earlier query); before any finite score both are ``-inf``.
+    """
+    idx = incumbent_index(score)
+    safe = jnp.maximum(idx, 0)
+    best = jnp.take_along_axis(jnp.asarray(score), safe, axis=-1)
+    rep = jnp.take_along_axis(jnp.asarray(report_score), safe, axis=-1)
+    return jnp.where(idx >= 0, best, -jnp.inf), jnp.where(idx >= 0, rep, -jnp.inf)

@@ -1,36 +1,205 @@
-"""The searcher contract and the registry (evosax style).
+"""The searcher contract, searcher options and the registry (evosax style).
 
-A searcher is a stateless object holding static configuration (the space, the
-batch size, the query budget, its hyperparameters). All methods are pure:
+A searcher is a stateless object: a space plus its options. All methods are pure::
 
     state = searcher.init(key)
     tokens, state = searcher.ask(key, state)          # int32[B, N]
     state, metrics = searcher.tell(key, tokens, scores, state)
 
-``scores`` are f32[B] validation scores, higher is better (``-inf`` for
-invalid strings). ``state`` is a pytree (``flax.struct.dataclass``), so a
-whole search is ``lax.scan`` over ask/query/tell, and many seeds are ``vmap``.
-``metrics`` is a dict of scalars (same keys every step) the runner logs.
+``scores`` are f32[B] validation scores, higher is better (``-inf`` for a
+failed or invalid evaluation). ``state`` is a pytree (``flax.struct.dataclass``),
+so a whole search is ``lax.scan`` over ask/query/tell and many seeds are
+``vmap``. ``metrics`` is a dict of f32 scalars with the same keys every step.
 
-Searchers register under a short name with ``@register("name")``;
-``make_searcher(name, space, **kwargs)`` builds one and rejects unknown names
-and unknown keyword arguments with the list of valid ones.
+**Options are the searcher's identity.** Each searcher declares its options as a
+frozen dataclass of plain values (``SearcherOptions`` and subclasses; a subclass
+adds fields or changes defaults, never restates the base ones). Two searchers
+with the same class, space and options are equal: compiled programs are cached
+on them and checkpoints are fingerprinted by them (``identity``), so a run
+resumes in a new process by construction. A config entry maps one to one onto
+the option fields (``make_searcher(name, space, **options)``).
+
+**Hooks the runner may use** (defaults on ``Searcher``):
+
+- ``breakpoints()``: steps at which the searcher's static program changes
+  (BO's padded data buckets); the host loop never runs a compiled chunk across
+  one. Default: none.
+- ``program_for(lo, hi)``: the searcher that runs steps ``[lo, hi)``, a static
+  variant with the same state shapes (BO: a fit on a fixed number of rows).
+  Default: ``self``.
+- ``splits_over_devices``: whether the seeds of a run may be split over
+  devices (``nas.devices``). Default: True.
+
+Add a searcher: write one module with an options dataclass, a state dataclass
+and a ``Searcher`` subclass decorated with ``@register("name")``, and import
+it in ``nas/searchers/__init__.py`` (see the README).
 """
 
 from __future__ import annotations
 
-import difflib
-import inspect
-from typing import Any
+import dataclasses
+import json
+import typing
+from collections.abc import Hashable
+from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from spaces.base import Space
+from spaces.names import did_you_mean, lookup
 
 SEARCHERS: dict[str, type[Searcher]] = {}
 
 
+@dataclasses.dataclass(frozen=True)
+class SearcherOptions:
+    """Options every searcher has.
+
+    Attributes:
+      batch_size: strings asked per step (``B``).
+      max_queries: the query budget of a run; the last batch is cut to it.
+    """
+
+    batch_size: int = 1
+    max_queries: int = 150
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
+        self.check()
+
+    def check(self) -> None:
+        """Raises ``ValueError`` naming the option and its allowed values; subclasses extend it."""
+        positive(self, "batch_size", "max_queries")
+
+
+def positive(options, *names: str) -> None:
+    """``ValueError`` unless every named option is >= 1."""
+    for name in names:
+        if getattr(options, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(options, name)}")
+
+
+def one_of(options, name: str, choices) -> None:
+    """``ValueError`` unless option ``name`` is one of ``choices`` (with a did-you-mean hint)."""
+    value = getattr(options, name)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}.{did_you_mean(value, choices)}")
+
+
+_PLAIN = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _coerce(cls, field: dataclasses.Field, value):
+    """A config value as the field's declared type (int -> float; integral float -> int), or a clear error."""
+    hint = typing.get_type_hints(cls).get(field.name, field.type)
+    want = _PLAIN.get(getattr(hint, "__name__", str(hint)))
+    if want is None:
+        return value
+    if isinstance(value, np.generic):  # numpy scalars from arrays or configs
+        value = value.item()
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if want is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if want is int and isinstance(value, bool) or not isinstance(value, want):
+        raise ValueError(f"option {field.name} must be {want.__name__}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+class Searcher:
+    """Base class: a space and frozen options; subclasses implement ``init``, ``ask`` and ``tell``.
+
+    Subclasses set ``Options`` (their options dataclass) and may override
+    ``setup`` to derive static values (a policy network, a config of a
+    surrogate) and to check options against the space.
+    """
+
+    registry_name: ClassVar[str] = "searcher"
+    Options: ClassVar[type[SearcherOptions]] = SearcherOptions
+    splits_over_devices: ClassVar[bool] = True
+
+    def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):
+        options = options if options is not None else self.Options()
+        if not isinstance(options, self.Options):
+            raise TypeError(f"{type(self).__name__} takes {self.Options.__name__}, got {type(options).__name__}")
+        if overrides:
+            options = dataclasses.replace(options, **check_option_names(self.registry_name, self.Options, overrides))
+        self.space = space
+        self.options = options
+        self.variant: Hashable = None  # static program variant (see program_for)
+        self.setup()
+
+    def setup(self) -> None:
+        """Derives static values from ``self.options`` and ``self.space``; raises ``ValueError`` on a misfit."""
+
+    # -- derived sizes -------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        return self.options.batch_size
+
+    @property
+    def max_queries(self) -> int:
+        return self.options.max_queries
+
+    @property
+    def num_steps(self) -> int:
+        """ask/tell steps needed to spend ``max_queries``."""
+        return -(-self.max_queries // self.batch_size)
+
+    # -- the contract --------------------------------------------------------------
+    def init(self, key: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def ask(self, key: jax.Array, state: Any) -> tuple[jax.Array, Any]:
+        raise NotImplementedError
+
+    def tell(self, key: jax.Array, tokens: jax.Array, scores: jax.Array, state: Any) -> tuple[Any, dict]:
+        raise NotImplementedError
+
+    # -- hooks for the runner --------------------------------------------------------
+    def breakpoints(self) -> list[int]:
+        """Steps ``t`` where ``program_for`` changes: a compiled chunk never spans one."""
+        return []
+
+    def program_for(self, lo: int, hi: int) -> Searcher:
+        """The searcher (a static variant of this one, same state shapes) that runs steps ``[lo, hi)``."""
+        del lo, hi
+        return self
+
+    def with_variant(self, variant: Hashable) -> Searcher:
+        """A copy of this searcher with another static ``variant`` (for ``program_for``)."""
+        if variant == self.variant:
+            return self
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.variant = variant
+        return other
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def identity(self) -> str:
+        """A stable description of what this searcher computes: name, space and options (JSON)."""
+        opts = dataclasses.asdict(self.options)
+        return json.dumps({"searcher": self.registry_name, "space": self.space.name, "options": opts}, sort_keys=True)
+
+    def _key(self):
+        return (type(self), id(self.space), self.options, self.variant)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.space is self.space and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(space={self.space.name}, {self.options})"
+
+
 def register(name: str):
+    """Class decorator: registers a ``Searcher`` subclass under ``name``."""
+
     def deco(cls):
         if name in SEARCHERS:
             raise ValueError(f"searcher {name!r} registered twice")
@@ -41,41 +210,8 @@ def register(name: str):
     return deco
 
 
-class Searcher:
-    """Base class. Subclasses implement ``init``, ``ask`` and ``tell``."""
-
-    registry_name: str = "searcher"
-
-    def __init__(self, space: Space, batch_size: int = 1, max_queries: int = 150):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if max_queries < 1:
-            raise ValueError(f"max_queries must be >= 1, got {max_queries}")
-        self.space = space
-        self.batch_size = int(batch_size)
-        self.max_queries = int(max_queries)
-
-    @property
-    def num_steps(self) -> int:
-        """ask/tell steps needed to spend ``max_queries``."""
-        return -(-self.max_queries // self.batch_size)
-
-    def init(self, key: jax.Array) -> Any:
-        raise NotImplementedError
-
-    def ask(self, key: jax.Array, state: Any) -> tuple[jax.Array, Any]:
-        raise NotImplementedError
-
-    def tell(self, key: jax.Array, tokens: jax.Array, scores: jax.Array, state: Any) -> tuple[Any, dict]:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(space={self.space.name}, B={self.batch_size}, budget={self.max_queries})"
-
-
 def _ensure_registered() -> None:
-    # importing the package registers every built-in searcher
-    import nas.searchers  # noqa: F401
+    import nas.searchers  # noqa: F401  (importing the package registers the built-in searchers)
 
 
 def available_searchers() -> list[str]:
@@ -83,22 +219,32 @@ def available_searchers() -> list[str]:
     return sorted(SEARCHERS)
 
 
-def searcher_kwargs(name: str) -> list[str]:
+def searcher_class(name: str) -> type[Searcher]:
     _ensure_registered()
-    cls = SEARCHERS[name]
-    params = inspect.signature(cls.__init__).parameters
-    return [p for p in params if p not in ("self", "space")]
+    return lookup("searcher", name, SEARCHERS)
 
 
-def make_searcher(name: str, space: Space, **kwargs) -> Searcher:
-    """Builds a registered searcher; unknown names or kwargs fail loudly."""
-    _ensure_registered()
-    if name not in SEARCHERS:
-        close = difflib.get_close_matches(name, SEARCHERS, n=3)
-        hint = f" Did you mean {close}?" if close else ""
-        raise ValueError(f"unknown searcher {name!r}.{hint} Registered: {sorted(SEARCHERS)}")
-    allowed = searcher_kwargs(name)
-    bad = [k for k in kwargs if k not in allowed]
+def searcher_options(name: str) -> list[str]:
+    """The option names of searcher ``name`` (its options dataclass fields)."""
+    return [f.name for f in dataclasses.fields(searcher_class(name).Options)]
+
+
+def check_option_names(name: str, options_cls: type[SearcherOptions], options: dict) -> dict:
+    """``options`` unchanged, or a ``ValueError`` naming each unknown option with a did-you-mean hint."""
+    fields = [f.name for f in dataclasses.fields(options_cls)]
+    bad = [k for k in options if k not in fields]
     if bad:
-        raise ValueError(f"searcher {name!r} has no option(s) {bad}; its options are {allowed}")
-    return SEARCHERS[name](space, **kwargs)
+        hints = "".join(did_you_mean(k, fields) for k in bad)
+        raise ValueError(f"searcher {name!r} has no option(s) {bad}.{hints} Its options: {fields}")
+    return options
+
+
+def make_options(name: str, **options) -> SearcherOptions:
+    """The options dataclass of searcher ``name`` built from config values (names and values checked)."""
+    cls = searcher_class(name).Options
+    return cls(**check_option_names(name, cls, options))
+
+
+def make_searcher(name: str, space: Space, **options) -> Searcher:
+    """Builds registered searcher ``name`` on ``space``; unknown names, options or bad values fail loudly."""
+    return searcher_class(name)(space, make_options(name, **options))

@@ -25,7 +25,7 @@ import time
 import jax
 import numpy as np
 
-from spaces import registry
+from spaces.benchmarks import registry
 
 DEFAULT = (
     "nb201/cifar10",

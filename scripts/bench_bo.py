@@ -23,7 +23,7 @@ import numpy as np
 from nas.devices import use_cpu_cores
 from nas.runner import incumbent_curve
 from nas.searcher import make_searcher
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
 from surrogates.padding import run_segments, segment_plan
 
 
@@ -64,7 +64,7 @@ def bench_one(name: str, bench, seeds: int, queries: int, seed: int, extra: dict
             h = run_segments(s, bench, keys, on_segment=on_segment)
             jax.block_until_ready(h.valid)
         wall = time.perf_counter() - t0
-        _, test = incumbent_curve(h)
+        _, test = incumbent_curve(h.score, h.report_score)
         err = bench.report(np.asarray(test[:, -1]))
         what = "first run (with compilation)" if rep == 0 else "second run (new seeds, compiled)"
         print(

@@ -18,8 +18,9 @@ import time
 import jax
 import numpy as np
 
-from spaces import nb101, nb101_data
-from spaces.nb101_tfrecord import encode_model_metrics, frame_records, make_record, write_tfrecord
+from spaces import nb101
+from spaces.benchmarks import nb101_data
+from spaces.benchmarks.nb101_tfrecord import encode_model_metrics, frame_records, make_record, write_tfrecord
 
 S = nb101.SPACE
 f = jax.jit(jax.vmap(S.string_id))

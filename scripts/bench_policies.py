@@ -42,7 +42,7 @@ def run_one(name: str, kwargs: dict) -> dict:
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     from nas.runner import incumbent_curve, make_search
     from nas.searcher import make_searcher
-    from spaces.registry import make_benchmark
+    from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark(_BENCH.value)
     s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **kwargs)
@@ -55,7 +55,7 @@ def run_one(name: str, kwargs: dict) -> dict:
     hist = compiled(keys, bench)
     jax.block_until_ready(hist)
     run_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    best, _ = incumbent_curve(hist)
+    best, _ = incumbent_curve(hist.score, hist.report_score)
     return {
         "searcher": name,
         "kwargs": kwargs,

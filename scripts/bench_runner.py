@@ -45,7 +45,7 @@ def main(argv):
     jax.config.update("jax_enable_compilation_cache", False)
     from nas.runner import make_search
     from nas.searcher import make_searcher
-    from spaces.registry import make_benchmark
+    from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark(_BENCH.value)
     s_count, q = _TRIALS.value, _QUERIES.value

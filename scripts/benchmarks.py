@@ -1,16 +1,17 @@
 """List every registered tabular benchmark: size, seeds, best validation entry.
 
-    python -m scripts.benchmarks [--json] [--names nb201/cifar10,hpolib/protein_structure]
-        [--nb201-test-csv ../shared/data/nb201/nats_bench_test_acc.csv] [--nb101-data PATH]
+    python -m scripts.benchmarks [--json] [--names=nb201/cifar10,hpolib/protein_structure]
+        [--nb201_test_csv=../shared/data/nb201/nats_bench_test_acc.csv] [--nb101_data=PATH]
+        [--nb101_data1k=../shared/data/nb101/data-1k.json]
 
 For each benchmark: the number of table rows, the number of seed columns,
 the best seed-mean validation score (raw score as searchers see it, and in
 reported units, e.g. error %), and the test score of that best-validation
 row (seed mean; "-"/null where the table has no test split). NB201 has a test
-split only with ``--nb201-test-csv``; ``nb101`` needs ``--nb101-data`` (the
-official tfrecord or its converted cache) and is otherwise listed as needing
-it; ``nb101/data1k`` is listed when ``../shared/data/nb101/data-1k.json``
-exists. ``--json`` prints one JSON object per benchmark per line, with keys
+split only with ``--nb201_test_csv``; ``nb101`` needs ``--nb101_data`` (the
+official tfrecord or its converted cache) and ``nb101/data1k`` needs
+``--nb101_data1k`` (nasbench-vis' data-1k.json); otherwise they are listed as
+needing them. ``--json`` prints one JSON object per benchmark per line, with keys
 ``name``, ``size``, ``num_seeds``, ``metric`` (reported units, and whether there
 is a test split), ``best_valid`` / ``test_of_best_valid`` (reported units, e.g.
 error %; test null without a test split), ``best_valid_score`` /
@@ -21,16 +22,24 @@ validation are broken by the lower table row.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 
 import numpy as np
+from absl import app, flags
 
-from spaces.registry import SHARED_DATA, available_benchmarks, make_benchmark
-from spaces.tabular import REPORTS, TabularBenchmark
+from spaces.benchmarks.objective import REPORTS
+from spaces.benchmarks.registry import available_benchmarks, make_benchmark
+from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.names import unknown
+
+_JSON = flags.DEFINE_bool("json", False, "One JSON object per benchmark per line.")
+_NAMES = flags.DEFINE_list("names", [], "Benchmark names to list (default: all).")
+_NB201_TEST_CSV = flags.DEFINE_string("nb201_test_csv", "", "NB201 test CSV (default: none, no NB201 test split).")
+_NB101_DATA = flags.DEFINE_string("nb101_data", "", "NAS-Bench-101 tfrecord or its converted .npz cache.")
+_NB101_DATA1K = flags.DEFINE_string("nb101_data1k", "", "nasbench-vis data-1k.json (1,000 NAS-Bench-101 cells).")
 
 # what the raw score means, per report kind
 SCORE_NAMES = {
@@ -39,7 +48,6 @@ SCORE_NAMES = {
     "neg_log_mse": "-log(MSE)",
     "auc_frac": "ROC-AUC (fraction)",
 }
-DATA1K = SHARED_DATA / "nb101" / "data-1k.json"
 
 
 def summarize(bench: TabularBenchmark) -> dict:
@@ -76,61 +84,70 @@ def _row_spec(bench: TabularBenchmark, row: int):
     return sp.to_spec(np.asarray(tokens[::-1], np.int32))
 
 
-def benchmark_kwargs(name: str, args) -> dict:
-    if name.startswith("nb201/") and args.nb201_test_csv:
-        return {"test_csv": args.nb201_test_csv}
+def benchmark_kwargs(name: str, paths: dict[str, str]) -> dict:
+    if name.startswith("nb201/") and paths.get("nb201_test_csv"):
+        return {"test_csv": paths["nb201_test_csv"]}
     if name == "nb101":
-        return {"data_path": args.nb101_data}
+        return {"data_path": paths.get("nb101_data", "")}
+    if name == "nb101/data1k":
+        return {"data_path": paths.get("nb101_data1k", "")}
     return {}
 
 
-def unavailable(name: str, args) -> str | None:
+def unavailable(name: str, paths: dict[str, str]) -> str | None:
     """Why ``name`` is not loaded in this listing (None: load it)."""
-    if name == "nb101" and not args.nb101_data:
-        return "needs --nb101-data (official nasbench_only108.tfrecord or its converted cache)"
-    if name == "nb101/data1k" and not DATA1K.exists():
-        return f"needs {DATA1K} (see shared/data/README.md)"
+    if name == "nb101" and not paths.get("nb101_data"):
+        return "needs --nb101_data (official nasbench_only108.tfrecord or its converted cache)"
+    if name == "nb101/data1k" and not paths.get("nb101_data1k"):
+        return "needs --nb101_data1k (data-1k.json of github.com/tiga1231/nasbench-vis)"
     return None
 
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--json", action="store_true", help="one JSON object per benchmark per line")
-    ap.add_argument("--names", default="", help="comma-separated subset of benchmark names (default: all)")
-    ap.add_argument("--nb201-test-csv", default="", help="NB201 test CSV (default: none, NB201 has no test split)")
-    ap.add_argument("--nb101-data", default="", help="NAS-Bench-101 tfrecord or converted .npz cache")
-    args = ap.parse_args(argv)
+def listing(names: list[str], paths: dict[str, str], as_json: bool = False) -> list[dict]:
+    """One row per benchmark (loaded, or the reason it is not); raises ValueError on unknown names,
+    missing files or bad data, naming the benchmark and the problem."""
     known = available_benchmarks()
-    names = [n.strip() for n in args.names.split(",") if n.strip()] or known
+    names = names or known
     bad = [n for n in names if n not in known]
     if bad:
-        ap.error(f"unknown benchmark(s) {bad}; registered: {', '.join(known)}")
-    for flag, path in (("--nb201-test-csv", args.nb201_test_csv), ("--nb101-data", args.nb101_data)):
+        raise ValueError("; ".join(unknown("benchmark", n, known) for n in bad))
+    for flag, path in paths.items():
         if path and not os.path.exists(path):
-            ap.error(f"{flag} {path}: no such file")
-    return args, names
-
-
-def main(argv=None) -> int:
-    args, names = parse_args(argv)
+            raise ValueError(f"--{flag}={path}: no such file")
     rows = []
     for name in names:
-        why = unavailable(name, args)
+        why = unavailable(name, paths)
         if why:
             empty = dict.fromkeys(("size", "num_seeds", "metric", "best_valid", "test_of_best_valid"))
             rows.append({"name": name, **empty, "status": why})
         else:
             t0 = time.perf_counter()
             try:
-                bench = make_benchmark(name, **benchmark_kwargs(name, args))
+                bench = make_benchmark(name, **benchmark_kwargs(name, paths))
             except (ValueError, OSError, ImportError) as e:  # bad or missing data: say which and why
-                print(f"error: cannot load {name}: {e}", file=sys.stderr)
-                return 2
-            row = {"name": name, **summarize(bench), "load_s": round(time.perf_counter() - t0, 3), "status": "ok"}
-            rows.append(row)
-        if args.json:
+                raise ValueError(f"cannot load {name}: {e}") from e
+            rows.append(
+                {"name": name, **summarize(bench), "load_s": round(time.perf_counter() - t0, 3), "status": "ok"}
+            )
+        if as_json:
             print(json.dumps(rows[-1]), flush=True)
-    if not args.json:
+    return rows
+
+
+def main(argv) -> int:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    paths = {
+        "nb201_test_csv": _NB201_TEST_CSV.value,
+        "nb101_data": _NB101_DATA.value,
+        "nb101_data1k": _NB101_DATA1K.value,
+    }
+    try:
+        rows = listing(_NAMES.value, paths, as_json=_JSON.value)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not _JSON.value:
         print_table(rows)
     return 0
 
@@ -173,4 +190,4 @@ def print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    app.run(main)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
 from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
 
 

@@ -13,7 +13,6 @@ interrupted one; a different config in the same workdir is refused.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import app, flags
@@ -31,8 +30,6 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    # the repository root on sys.path, so configs can import each other
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from nas.devices import use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation

@@ -7,16 +7,21 @@ in ``range(cardinalities[i])``. The space object itself is static Python (it is
 hashed by identity and closed over by jitted code); every method that takes a
 token string is a pure, jittable function of ONE string: callers ``vmap``.
 
-Methods (see DESIGN.md, "Space"):
+Methods:
 
-- ``is_valid(tokens) -> bool[]``
+- ``is_valid(tokens) -> bool[]``: a legal string (every token in range and the
+  space's constraints hold).
+- ``active(tokens) -> bool[N]``: which tokens matter for this string. Conditional
+  spaces (a hyperparameter that only matters when another takes a value; a
+  flattened search-space language) mark the others inactive; strings that differ
+  only in inactive tokens are the same configuration (``canonical``).
 - ``sample(key) -> int32[N]``: uniform over *valid* strings.
 - ``mutate(key, tokens) -> int32[N]``: a valid string different from ``tokens``.
 - ``neighbors(tokens) -> (int32[K, N], bool[K])``: the one-edit neighbourhood
   (local search); the mask marks valid, distinct neighbours.
 - ``string_id(tokens) -> int32[]``: identical for strings that denote the same
-  architecture (the canonical index for NAS-Bench-101), ``-1`` when invalid.
-  Searchers use it to avoid spending queries twice.
+  architecture (the canonical index for NAS-Bench-101; inactive tokens ignored),
+  ``-1`` when invalid. Searchers use it to avoid spending queries twice.
 - ``step_mask(tokens, assigned, position) -> bool[D]``: values allowed at
   ``position`` given the tokens already ``assigned`` (bool[N]); lets an
   autoregressive policy sample valid strings only (e.g. the 9-edge limit).
@@ -79,6 +84,14 @@ class Space:
     def is_valid(self, tokens: jax.Array) -> jax.Array:
         return self.in_range(tokens)
 
+    def active(self, tokens: jax.Array) -> jax.Array:
+        """bool[N]: the tokens that matter for ``tokens`` (all of them unless a space is conditional)."""
+        return jnp.ones((self.num_tokens,), bool)
+
+    def canonical(self, tokens: jax.Array) -> jax.Array:
+        """``tokens`` with every inactive token set to 0: one string per configuration."""
+        return jnp.where(self.active(tokens), tokens, 0).astype(tokens.dtype)
+
     def mixed_radix(self, tokens: jax.Array) -> jax.Array:
         """Row index of a string in the full product grid (int32)."""
         radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
@@ -87,7 +100,7 @@ class Space:
         return jnp.sum(tokens.astype(jnp.int32) * jnp.asarray(radix, jnp.int32))
 
     def string_id(self, tokens: jax.Array) -> jax.Array:
-        return jnp.where(self.is_valid(tokens), self.mixed_radix(tokens), -1)
+        return jnp.where(self.is_valid(tokens), self.mixed_radix(self.canonical(tokens)), -1)
 
     # -- sampling ------------------------------------------------------------
     def sample_unconstrained(self, key: jax.Array) -> jax.Array:
@@ -119,8 +132,8 @@ class Space:
         """
         k_pos, k_val = jax.random.split(key)
         card = jnp.asarray(self.cardinalities, jnp.int32)
-        # only positions that have an alternative value
-        can = card > 1
+        # only active positions that have an alternative value
+        can = (card > 1) & self.active(tokens)
         pos = jax.random.categorical(k_pos, jnp.where(can, 0.0, -jnp.inf))
         shift = 1 + jax.random.randint(k_val, (), 0, jnp.maximum(card[pos] - 1, 1))
         new_val = (tokens[pos] + shift) % card[pos]
@@ -139,7 +152,8 @@ class Space:
         new_vals = (tokens[pos] + shift) % card[pos]
         nbrs = jnp.broadcast_to(tokens, (pos.shape[0], self.num_tokens))
         nbrs = nbrs.at[jnp.arange(pos.shape[0]), pos].set(new_vals.astype(tokens.dtype))
-        return nbrs, jax.vmap(self.is_valid)(nbrs)
+        # an edit of an inactive token gives the same configuration: not a neighbour
+        return nbrs, jax.vmap(self.is_valid)(nbrs) & self.active(tokens)[pos]
 
     def step_mask(self, tokens: jax.Array, assigned: jax.Array, position: jax.Array) -> jax.Array:
         """Values allowed at ``position`` given the ``assigned`` tokens."""
@@ -153,8 +167,9 @@ class Space:
         raise self._unknown_kind(kind)
 
     def features(self, tokens: jax.Array, kind: str = "onehot") -> jax.Array:
+        """Encodings for surrogates; ``onehot`` has all zeros for an inactive token."""
         if kind == "onehot":
-            return onehot_features(tokens, self.cardinalities)
+            return onehot_features(tokens, self.cardinalities, self.active(tokens))
         raise self._unknown_kind(kind)
 
     def _unknown_kind(self, kind: str) -> ValueError:
@@ -171,11 +186,13 @@ class Space:
         return np.asarray([int(spec[n]) for n in self.token_names], np.int32)
 
 
-def onehot_features(tokens: jax.Array, cardinalities: Sequence[int]) -> jax.Array:
-    """Concatenated one-hot of each token: f32[sum(cardinalities)]."""
+def onehot_features(tokens: jax.Array, cardinalities: Sequence[int], active: jax.Array | None = None) -> jax.Array:
+    """Concatenated one-hot of each token: f32[sum(cardinalities)]; an inactive token (``active`` False)
+    contributes zeros."""
     offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int32)
     out = jnp.zeros(int(sum(cardinalities)), jnp.float32)
-    return out.at[jnp.asarray(offsets) + tokens].set(1.0)
+    ones = jnp.ones(tokens.shape, jnp.float32) if active is None else active.astype(jnp.float32)
+    return out.at[jnp.asarray(offsets) + tokens].set(ones)
 
 
 class CategoricalSpace(Space):

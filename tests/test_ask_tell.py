@@ -10,7 +10,7 @@ import pytest
 from nas.ask_tell import Study
 from nas.runner import make_search
 from nas.searcher import make_searcher
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}
 

@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from nas.host_loop import chunk_bounds, run_chunked
 from nas.runner import incumbent_curve, make_search
 from nas.searcher import make_searcher
-from nas.searchers.bananas import first_in_order
+from nas.searchers.bo import first_in_order
 from spaces import nb201
-from spaces.registry import make_benchmark
-from surrogates.padding import make_segment_fn, run_segments, segment_plan
+from spaces.benchmarks.registry import make_benchmark
 
 TINY = dict(epochs=3, num_members=2, num_layers=2, width=8, num_candidates=20)
 
@@ -129,21 +129,21 @@ def _count_compiles(fn):
 
 def test_bucketed_run_compiles_once_per_bucket():
     s = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
-    plan = segment_plan(s)
-    assert plan == [(0, 1), (32, 3), (50, 1)]
+    assert [s.bucket_for_step(t) for t in range(s.num_steps)] == [0, 32, 32, 32, 50]
+    assert s.breakpoints() == [1, 4]
+    assert chunk_bounds(s, 5) == [0, 1, 4, 5]  # chunks never span a bucket change
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    first = _count_compiles(lambda: jax.block_until_ready(run_segments(s, bench(), keys).valid))
-    assert 1 <= first <= len(plan) + 12  # one program per segment, plus a few small host-side ops
-    for bucket, steps in plan:
-        assert make_segment_fn(s.with_bucket(bucket), steps)._cache_size() == 1
-    # a second run (new seeds) compiles nothing
+    first = _count_compiles(lambda: jax.block_until_ready(run_chunked(s, bench(), keys, progress=False).score))
+    assert 1 <= first <= 3 + 12  # one program per bucket, plus a few small host-side ops
+    # a second run (new seeds, a new but equal searcher object) compiles nothing
+    s2 = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
     keys2 = jax.random.split(jax.random.PRNGKey(1), 3)
     hist = None
 
     def again():
         nonlocal hist
-        hist = run_segments(s, bench(), keys2)
-        jax.block_until_ready(hist.valid)
+        hist = run_chunked(s2, bench(), keys2, progress=False)
+        jax.block_until_ready(hist.score)
 
     assert _count_compiles(again) == 0
     ids = np.asarray(jax.vmap(jax.vmap(s.space.string_id))(hist.tokens))
@@ -151,9 +151,9 @@ def test_bucketed_run_compiles_once_per_bucket():
 
 
 def test_gp_bo_defaults():
-    # gp_bo runs in the registry-wide test (tests/test_searchers.py, TEST_KWARGS); here its defaults
+    # gp_bo runs in the registry-wide test (tests/test_searchers.py); here its defaults
     s = make_searcher("gp_bo", bench().space)
-    assert (s.encoding, s.predictor, s.acquisition, s.gp.kernel) == ("adjacency", "gp", "ei", "hamming")
+    assert (s.encoding, s.predictor, s.options.acquisition, s.gp.kernel) == ("adjacency", "gp", "ei", "hamming")
     assert make_searcher("bananas", bench().space).encoding == "path"
 
 
@@ -171,9 +171,9 @@ def test_bananas_beats_random_search_on_nb201_cifar10():
     keys = jax.random.split(jax.random.PRNGKey(2026), seeds)
     s = make_searcher("bananas", b.space, epochs=50)
     h = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, b)  # one compiled program
-    err_b = 100 - np.asarray(incumbent_curve(h)[1][:, -1])
+    err_b = 100 - np.asarray(incumbent_curve(h.score, h.report_score)[1][:, -1])
     r = make_searcher("random_search", b.space, max_queries=150)
     hr = jax.jit(jax.vmap(make_search(r), in_axes=(0, None)))(keys, b)
-    rs = 100 - np.asarray(incumbent_curve(hr)[1][:, -1])
+    rs = 100 - np.asarray(incumbent_curve(hr.score, hr.report_score)[1][:, -1])
     z = (rs.mean() - err_b.mean()) / np.sqrt(rs.var(ddof=1) / seeds + err_b.var(ddof=1) / seeds)
     assert z > 2.5, (err_b.mean(), rs.mean())

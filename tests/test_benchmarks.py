@@ -5,15 +5,15 @@ import json
 import os
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import redirect_stdout
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from spaces import analog_nasbench, hpobench, hpolib, nasbench_graph, nb201, registry
-from spaces.registry import benchmark_options, make_benchmark
+from spaces.benchmarks import analog_nasbench, cache, hpobench, hpolib, nasbench_graph, nb201, registry
+from spaces.benchmarks.registry import benchmark_options, make_benchmark
 
 KEY = jax.random.PRNGKey(0)
 
@@ -190,12 +190,13 @@ def test_invalid_strings_never_crash():
 # -- registry, cache, listing ------------------------------------------------------------------------------
 def test_nb101_is_lazy_and_options_introspect():
     code = (
-        "import sys, spaces.registry as r; print(int('spaces.nb101_data' in sys.modules), r.benchmark_options('nb101'))"
+        "import sys, spaces.benchmarks.registry as r; "
+        "print(int('spaces.benchmarks.nb101_data' in sys.modules), r.benchmark_options('nb101'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split()[0] == "0"
     assert benchmark_options("nb101") == ["data_path", "protocol", "epochs"]
-    assert benchmark_options("nb101/data1k") == ["path", "protocol"]
+    assert benchmark_options("nb101/data1k") == ["data_path", "protocol"]
     assert benchmark_options("nasbench_graph/cora") == ["protocol"]
     with pytest.raises(ValueError, match="needs data_path"):
         make_benchmark("nb101")
@@ -212,28 +213,29 @@ def test_cache_is_atomic_and_rebuilds(tmp_path, monkeypatch):
         return {"a": np.arange(3)}
 
     for _ in range(2):
-        np.testing.assert_array_equal(registry.cached_arrays("t/x", "pkg-1.0", build)["a"], np.arange(3))
+        np.testing.assert_array_equal(cache.cached_arrays("t/x", "pkg-1.0", build)["a"], np.arange(3))
     assert len(calls) == 1 and os.listdir(tmp_path / "c") == ["t_x-pkg-1.0-f1.npz"]
     (tmp_path / "c" / "t_x-pkg-1.0-f1.npz").write_bytes(b"garbage")
-    registry.cached_arrays("t/x", "pkg-1.0", build)
-    registry.cached_arrays("t/x", "pkg-2.0", build)  # another version: its own file
+    cache.cached_arrays("t/x", "pkg-1.0", build)
+    cache.cached_arrays("t/x", "pkg-2.0", build)  # another version: its own file
     assert len(calls) == 3 and sorted(os.listdir(tmp_path / "c")) == ["t_x-pkg-1.0-f1.npz", "t_x-pkg-2.0-f1.npz"]
 
 
-def run_listing(*args):
+def run_listing(names, **paths):
     from scripts import benchmarks
 
     buf = io.StringIO()
     with redirect_stdout(buf):
-        benchmarks.main(["--json", *args])
-    return {d["name"]: d for d in map(json.loads, buf.getvalue().splitlines())}
+        rows = benchmarks.listing(names, paths, as_json=True)
+    assert [json.loads(x) for x in buf.getvalue().splitlines()] == json.loads(json.dumps(rows))
+    return {d["name"]: d for d in rows}
 
 
 def test_listing_matches_raw(nb201_test_csv):
     names = "nb201/cifar10,nasbench_graph/cora,hpobench/segment,nb101"
-    rows = run_listing("--names", names, "--nb201-test-csv", nb201_test_csv)
+    rows = run_listing(names.split(","), nb201_test_csv=nb201_test_csv)
     assert list(rows) == names.split(",")
-    assert rows["nb101"]["status"].startswith("needs --nb101-data") and rows["nb101"]["size"] is None
+    assert rows["nb101"]["status"].startswith("needs --nb101_data") and rows["nb101"]["size"] is None
     raw = nb201._package_table("cifar10")
     best = max(raw, key=lambda k: np.mean(raw[k]["val_acc"]))
     r = rows["nb201/cifar10"]
@@ -249,14 +251,14 @@ def test_listing_matches_raw(nb201_test_csv):
     assert len(tests) == 2 and np.isclose(rows["nasbench_graph/cora"]["best_valid_score"], top)
     assert np.isclose(tests, rows["nasbench_graph/cora"]["test_of_best_valid_score"], rtol=1e-6).any()
     assert rows["hpobench/segment"]["test_of_best_valid"] is None
-    assert run_listing("--names", "nb201/cifar100")["nb201/cifar100"]["test_of_best_valid"] is None
+    assert run_listing(["nb201/cifar100"])["nb201/cifar100"]["test_of_best_valid"] is None
 
 
 def test_listing_rejects_unknown_names():
     from scripts import benchmarks
 
-    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()):
-        benchmarks.main(["--names", "nb201/cifar11"])
+    with pytest.raises(ValueError, match="Did you mean"):
+        benchmarks.listing(["nb201/cifar11"], {})
 
 
 def test_random_search_runs_on_nasbench_graph():
@@ -269,7 +271,7 @@ def test_random_search_runs_on_nasbench_graph():
     hist = jax.jit(jax.vmap(run, in_axes=(0, None)))(jax.random.split(KEY, 3), bench)
     ids = np.asarray(jax.vmap(jax.vmap(bench.space.string_id))(hist.tokens))
     assert np.all(ids >= 0) and all(len(set(r)) == 40 for r in ids)
-    assert np.all(np.isfinite(np.asarray(hist.test)))
+    assert np.all(np.isfinite(np.asarray(hist.report_score)))
 
 
 def test_listing_reports_bad_data(tmp_path):
@@ -277,7 +279,5 @@ def test_listing_reports_bad_data(tmp_path):
 
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
-    err = io.StringIO()
-    with redirect_stdout(io.StringIO()), redirect_stderr(err):
-        assert benchmarks.main(["--names", "nb201/cifar10", "--nb201-test-csv", str(bad)]) == 2
-    assert "cannot load nb201/cifar10" in err.getvalue() and "needs columns" in err.getvalue()
+    with pytest.raises(ValueError, match="cannot load nb201/cifar10.*needs columns"):
+        benchmarks.listing(["nb201/cifar10"], {"nb201_test_csv": str(bad)})

@@ -7,7 +7,8 @@ import pytest
 from nas.runner import incumbent_curve, make_search
 from nas.searcher import make_searcher
 from spaces import nb201
-from spaces.registry import make_benchmark
+from spaces.benchmarks import nb201 as nb201_tables
+from spaces.benchmarks.registry import make_benchmark
 
 
 def test_nb201_arch_string_roundtrip():
@@ -21,7 +22,7 @@ def test_nb201_arch_string_roundtrip():
 
 def test_nb201_query_matches_package_table():
     bench = make_benchmark("nb201/cifar10")
-    raw = nb201._package_table("cifar10")
+    raw = nb201_tables._package_table("cifar10")
     tokens = np.array([[int(c) for c in k] for k in list(raw)[:64]], np.int32)
     res = jax.jit(bench.query)(jax.random.PRNGKey(0), tokens)
     want = np.array([np.mean(raw[k]["val_acc"]) for k in list(raw)[:64]])
@@ -56,6 +57,6 @@ def test_random_search_no_repeats_and_vmap_equals_single(nb201_test_csv):
     np.testing.assert_array_equal(np.asarray(many.tokens[2]), np.asarray(one.tokens))
     ids = np.asarray(jax.vmap(jax.vmap(bench.space.string_id))(many.tokens))
     assert all(len(set(r)) == 60 for r in ids)
-    _, test_inc = incumbent_curve(many)
-    assert np.all(np.diff(np.asarray(incumbent_curve(many)[0]), axis=-1) >= 0)
+    _, test_inc = incumbent_curve(many.score, many.report_score)
+    assert np.all(np.diff(np.asarray(incumbent_curve(many.score, many.report_score)[0]), axis=-1) >= 0)
     assert np.all(np.isfinite(np.asarray(test_inc)))

@@ -18,15 +18,15 @@ from nas.devices import use_cpu_cores
 assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
 from nas.host_loop import run_chunked
 from nas.searcher import make_searcher
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(3), 4)
 bo = make_searcher("bananas", bench.space, max_queries=20, epochs=2, num_members=2, num_layers=2, num_candidates=10)
 h_bo = run_chunked(bo, bench, keys, chunk_steps=bo.num_steps, progress=False)
 rs = make_searcher("random_search", bench.space, max_queries=20)
 h_re = run_chunked(rs, bench, keys, chunk_steps=rs.num_steps, progress=False)
-assert len(h_bo.valid.sharding.device_set) == min(int(sys.argv[1]), 4), h_bo.valid.sharding
-np.savez(sys.argv[2], bo=np.asarray(h_bo.tokens), bo_v=np.asarray(h_bo.valid), re=np.asarray(h_re.tokens))
+assert len(h_bo.score.sharding.device_set) == min(int(sys.argv[1]), 4), h_bo.score.sharding
+np.savez(sys.argv[2], bo=np.asarray(h_bo.tokens), bo_v=np.asarray(h_bo.score), re=np.asarray(h_re.tokens))
 """
 
 
@@ -40,7 +40,7 @@ def test_seed_mesh_size_divides_the_seeds():
 
 def test_gp_searchers_stay_on_one_device():
     from nas.searcher import make_searcher
-    from spaces.registry import make_benchmark
+    from spaces.benchmarks.registry import make_benchmark
 
     space = make_benchmark("nb201/cifar10").space
     assert not make_searcher("gp_bo", space).splits_over_devices  # batched LAPACK (nas/devices.py)

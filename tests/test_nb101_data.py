@@ -16,8 +16,9 @@ import jax
 import numpy as np
 import pytest
 
-from spaces import nb101, nb101_data
-from spaces.nb101_tfrecord import (
+from spaces import nb101
+from spaces.benchmarks import nb101_data
+from spaces.benchmarks.nb101_tfrecord import (
     _T,
     crc32c,
     crc32c_many,
@@ -26,6 +27,7 @@ from spaces.nb101_tfrecord import (
     make_record,
     write_tfrecord,
 )
+from spaces.files import DataError
 from tests.conftest import shared_file
 
 S = nb101.SPACE
@@ -196,7 +198,7 @@ def test_bad_payloads_fail_with_record_and_offset(data1k, tmp_path):
 
 def test_missing_files_say_where_to_download(tmp_path):
     for p in ("", str(tmp_path / "nasbench_only108.tfrecord")):
-        with pytest.raises(FileNotFoundError, match="storage.googleapis.com/nasbench/nasbench_only108.tfrecord"):
+        with pytest.raises(DataError, match="storage.googleapis.com/nasbench/nasbench_only108.tfrecord"):
             nb101_data.load(p)
     empty = tmp_path / "empty.tfrecord"
     empty.write_bytes(b"")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from spaces import nb201
+from spaces.benchmarks import nb201 as nb201_tables
 
 SPACE = nb201.SPACE
 NONE, SKIP, C1, C3, POOL = range(5)
@@ -112,7 +113,7 @@ def full_csv(path, edit=None):
 
 
 def test_csv_reads_every_cell(tmp_path):
-    test = nb201.read_test_csv(full_csv(tmp_path / "ok.csv"), "cifar10")
+    test = nb201_tables.read_test_csv(full_csv(tmp_path / "ok.csv"), "cifar10")
     assert test.shape == (15625,) and test[0] == 50 and test[41] == 51
 
 
@@ -131,22 +132,22 @@ def test_csv_reads_every_cell(tmp_path):
 )
 def test_csv_garbled_files_fail_clearly(tmp_path, edit, match):
     with pytest.raises(ValueError, match=match):
-        nb201.read_test_csv(full_csv(tmp_path / "bad.csv", edit), "cifar10")
+        nb201_tables.read_test_csv(full_csv(tmp_path / "bad.csv", edit), "cifar10")
 
 
 def test_csv_missing_empty_or_binary(tmp_path):
     with pytest.raises(FileNotFoundError, match="test CSV not found"):
-        nb201.load("cifar10", test_csv=str(tmp_path / "absent.csv"))
+        nb201_tables.load("cifar10", test_csv=str(tmp_path / "absent.csv"))
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(ValueError, match="needs columns"):
-        nb201.read_test_csv(str(tmp_path / "empty.csv"), "cifar10")
+        nb201_tables.read_test_csv(str(tmp_path / "empty.csv"), "cifar10")
     (tmp_path / "bin.csv").write_bytes(bytes(range(256)) * 4)
     with pytest.raises(ValueError, match="not a UTF-8 CSV"):
-        nb201.read_test_csv(str(tmp_path / "bin.csv"), "cifar10")
+        nb201_tables.read_test_csv(str(tmp_path / "bin.csv"), "cifar10")
 
 
 def test_real_csv_matches_query(nb201_test_csv):
-    bench = nb201.load("cifar100", test_csv=nb201_test_csv)
+    bench = nb201_tables.load("cifar100", test_csv=nb201_test_csv)
     assert bench.has_test
     t = nb201.parse_arch_string(
         "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"

@@ -8,7 +8,8 @@ import pytest
 from policies import available_policies, make_policy
 from policies.base import num_params, value_families
 from policies.orderings import make_orderings, rank_of
-from spaces import hpolib, nb101, nb201
+from spaces import nb101, nb201
+from spaces.benchmarks import hpolib
 
 POLICIES = ["factorized", "lstm", "maade", "made"]
 SMALL = {"maade": {"d": 8}, "made": {"d": 4}, "lstm": {"d": 8}, "factorized": {}}

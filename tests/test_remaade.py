@@ -14,7 +14,7 @@ from nas.runner import incumbent_curve, init_state, run_steps
 from nas.searcher import make_searcher
 from nas.searchers.policy_gradient import pg_objective
 from spaces import nb201
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
 
 
 def test_ppo_ratio_is_one_and_equals_reinforce_at_old_params():
@@ -81,7 +81,7 @@ def nb201_runs():
 
 def test_remaade_improves_its_samples_on_nb201(nb201_runs):
     hist, metrics = nb201_runs["remaade"]
-    batch_mean = np.asarray(hist.valid).reshape(256, 5, 30).mean(axis=(0, 2))
+    batch_mean = np.asarray(hist.score).reshape(256, 5, 30).mean(axis=(0, 2))
     assert np.all(np.diff(batch_mean[:4]) > 0), batch_mean
     assert batch_mean[-1] > batch_mean[0] + 3.0, batch_mean  # accuracy points
     np.testing.assert_allclose(np.asarray(metrics["fresh_frac"]), 1.0)
@@ -93,7 +93,7 @@ def test_remaade_beats_random_search_on_nb201(nb201_runs):
     """Best validation accuracy after 150 queries, averaged over 256 seeds (Welch t > 3, one-sided p < 0.002)."""
     finals = {}
     for name, (hist, _) in nb201_runs.items():
-        best, _ = incumbent_curve(hist)
+        best, _ = incumbent_curve(hist.score, hist.report_score)
         finals[name] = np.asarray(best[:, -1])
     a, b = finals["remaade"], finals["random_search"]
     t = (a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))

@@ -12,10 +12,11 @@ import pytest
 from configs import default
 from nas import experiment
 from nas.host_loop import auto_chunk_steps, run_chunked
-from nas.report import append_line_atomic, incumbent_scores, query_points
+from nas.report import incumbent_scores, query_points
 from nas.runner import incumbent_curve, make_run, make_search
 from nas.searcher import make_searcher
-from spaces.registry import make_benchmark
+from spaces.benchmarks.registry import make_benchmark
+from spaces.files import append_line_atomic
 from tests.test_searchers import build, replay_local_search
 
 
@@ -45,7 +46,7 @@ def test_same_seed_same_numbers_and_vmap_equals_single():
     a, b = run(keys[1]), search(keys[1], bench())
     np.testing.assert_array_equal(np.asarray(a.tokens), np.asarray(b.tokens))
     np.testing.assert_array_equal(np.asarray(a.tokens), np.asarray(many.tokens[1]))
-    np.testing.assert_array_equal(np.asarray(a.valid), np.asarray(many.valid[1]))
+    np.testing.assert_array_equal(np.asarray(a.score), np.asarray(many.score[1]))
 
 
 def test_chunked_host_loop_equals_one_scan():
@@ -56,7 +57,7 @@ def test_chunked_host_loop_equals_one_scan():
     whole = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, bench())
     chunked = run_chunked(s, bench(), keys, chunk_steps=5, progress=False)
     np.testing.assert_array_equal(np.asarray(whole.tokens), np.asarray(chunked.tokens))
-    np.testing.assert_array_equal(np.asarray(whole.valid), np.asarray(chunked.valid))
+    np.testing.assert_array_equal(np.asarray(whole.score), np.asarray(chunked.score))
     assert auto_chunk_steps(150) == 15 and auto_chunk_steps(7) == 1
     assert query_points(150, 10)[-1] == 150 and query_points(25, 10) == [10, 20, 25]
 
@@ -73,7 +74,7 @@ def test_resume_equals_uninterrupted(tmp_path):
     for label in ("regularized_evolution", "local_search"):
         a = np.load(os.path.join(tmp_path, "whole", "history", f"{label}.npz"))
         b = np.load(os.path.join(part, "history", f"{label}.npz"))
-        for k in ("tokens", "valid", "test", "cost"):
+        for k in ("tokens", "score", "report_score", "cost"):
             np.testing.assert_array_equal(a[k], b[k])
     assert json.dumps(whole["searchers"], default=str) == json.dumps(resumed["searchers"], default=str)
     assert not os.listdir(os.path.join(part, "ckpt"))
@@ -124,8 +125,8 @@ def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
     for name in ("random_search", "regularized_evolution", "local_search"):
         s = make_searcher(name, b.space, max_queries=150)
         h = hist[name] = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, b)
-        inc = incumbent_scores(np.asarray(h.valid), np.asarray(h.test))
-        np.testing.assert_allclose(inc, np.asarray(incumbent_curve(h)[1]))  # host report = device curve
+        inc = incumbent_scores(np.asarray(h.score), np.asarray(h.report_score))
+        np.testing.assert_allclose(inc, np.asarray(incumbent_curve(h.score, h.report_score)[1]))
         err[name] = b.report(inc[:, -1])
     rs, re, ls = (float(np.mean(err[n])) for n in ("random_search", "regularized_evolution", "local_search"))
     assert 5.95 < rs < 6.35, rs  # 6.13 +- 0.23 / sqrt(100) ~ +- 0.023 standard error
@@ -133,5 +134,5 @@ def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
     assert ls < rs - 0.25, (ls, rs)
     # the local-search traces follow the paper's algorithm step by step (incl. restarts)
     h = hist["local_search"]
-    restarts = [replay_local_search(np.asarray(h.tokens[i]), np.asarray(h.valid[i]), 10, b.space) for i in range(8)]
+    restarts = [replay_local_search(np.asarray(h.tokens[i]), np.asarray(h.score[i]), 10, b.space) for i in range(8)]
     assert sum(restarts) > 0

@@ -4,7 +4,7 @@ Each registered searcher runs on NAS-Bench-201 cifar10 (package data) twice:
 jit'ed ``init/ask/tell`` called step by step from a Python loop, and the
 compiled ``lax.scan`` runner. Both must query the same strings with the same
 scores; every query is a valid string and none is repeated. Searchers may set
-a class attribute ``TEST_KWARGS`` with cheap options (``max_queries`` too).
+cheap options in ``tests/searcher_settings.py`` (``max_queries`` too).
 """
 
 import functools
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from nas.runner import INIT_FOLD, make_search
-from nas.searcher import SEARCHERS, available_searchers, make_searcher
-from spaces.registry import make_benchmark
+from nas.searcher import available_searchers, make_searcher
+from spaces.benchmarks.registry import make_benchmark
+from tests.searcher_settings import cheap_options
 
 QUERIES = 24
 
@@ -26,7 +27,7 @@ def bench():
 
 
 def build(name, **over):
-    kwargs = dict(getattr(SEARCHERS[name], "TEST_KWARGS", {}))
+    kwargs = cheap_options(name)
     kwargs.setdefault("max_queries", QUERIES)
     kwargs.update(over)
     return make_searcher(name, bench().space, **kwargs)
@@ -57,7 +58,7 @@ def test_python_loop_equals_scan_no_repeats(name):
     toks, vals = python_loop(searcher, key)
     hist = jax.jit(make_search(searcher))(key, bench())
     np.testing.assert_array_equal(toks, np.asarray(hist.tokens))
-    np.testing.assert_array_equal(vals, np.asarray(hist.valid))
+    np.testing.assert_array_equal(vals, np.asarray(hist.score))
     space = bench().space
     ids = np.asarray(jax.vmap(space.string_id)(hist.tokens))
     assert np.all(ids >= 0), f"{name} queried invalid strings"
@@ -83,11 +84,11 @@ def test_regularized_evolution_children_mutate_the_population():
     """After the random start, each query is one mutation of a member of the
     population, i.e. of one of the last P queries (aging: the oldest died)."""
     s = build("regularized_evolution")  # the registry test's program: compiled once
-    p, run = s.population_size, jax.jit(make_search(s))
+    p, run = s.options.population_size, jax.jit(make_search(s))
     starts, children = [], []
     for seed in range(4):
         h = run(jax.random.PRNGKey(seed), bench())
-        toks, vals = np.asarray(h.tokens), np.asarray(h.valid)
+        toks, vals = np.asarray(h.tokens), np.asarray(h.score)
         for t in range(p, s.max_queries):
             dists = [hamming(toks[t], toks[j]) for j in range(t - p, t)]
             assert min(dists) == 1, (seed, t)
@@ -126,7 +127,7 @@ def test_local_search_full_neighborhood_moves_to_best():
     space = bench().space
     s = make_searcher("local_search", space, max_queries=60, num_init=5, full_neighborhood=True)
     h = jax.jit(make_search(s))(jax.random.PRNGKey(3), bench())
-    toks, vals = np.asarray(h.tokens), np.asarray(h.valid)
+    toks, vals = np.asarray(h.tokens), np.asarray(h.score)
     center = toks[int(np.argmax(vals[:5]))]
     # the first sweep queries all 24 neighbours of the best start string
     assert all(hamming(center, toks[t]) == 1 for t in range(5, 29))

@@ -26,6 +26,7 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
         TWO,
         f"--config.test_data={nb201_test_csv}",
         "--config.searchers.regularized_evolution.population_size=5",
+        "--config.searchers.regularized_evolution.tournament_size=3",
         workdir=wd,
     )
     assert r.returncode == 0, r.stderr[-3000:]
@@ -40,7 +41,7 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
         assert all(3 < m < 60 for m in s["mean"]) and all(sd >= 0 for sd in s["std"])
     assert json.loads((wd / "config.json").read_text())["searchers"]["regularized_evolution"]["population_size"] == 5
     h = np.load(wd / "history" / "regularized_evolution.npz")
-    assert h["tokens"].shape == (4, 12, 6) and h["valid"].shape == h["test"].shape == h["cost"].shape == (4, 12)
+    assert h["tokens"].shape == (4, 12, 6) and h["score"].shape == h["report_score"].shape == h["cost"].shape == (4, 12)
     lines = [json.loads(x) for x in (wd / "metrics.jsonl").read_text().splitlines()]
     assert {x["searcher"] for x in lines} == set(summary["searchers"])
     # a rerun in the same workdir skips finished searchers and reports the same table
@@ -49,6 +50,7 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
         TWO,
         f"--config.test_data={nb201_test_csv}",
         "--config.searchers.regularized_evolution.population_size=5",
+        "--config.searchers.regularized_evolution.tournament_size=3",
         workdir=wd,
     )
     assert r2.returncode == 0 and r2.stdout.count("skipped") == 2, r2.stdout

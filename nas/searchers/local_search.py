@@ -29,12 +29,14 @@ algorithm.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import EMPTY, Seen, fill_unique, first_occurrence, seen_add, seen_contains, seen_init
-from nas.searcher import Searcher, register
+from nas.dedup import EMPTY, Seen, fill_unique, first_occurrence, pack_first, seen_add, seen_contains, seen_init
+from nas.searcher import Searcher, SearcherOptions, positive, register
 
 INIT, CLIMB = 0, 1  # phases
 KIND_RANDOM, KIND_NEIGHBOR, KIND_FILLER = 0, 1, 2  # what each asked slot is
@@ -54,26 +56,30 @@ class LocalSearchState:
     restarts: jax.Array  # int32[]
 
 
+@dataclasses.dataclass(frozen=True)
+class LocalSearchOptions(SearcherOptions):
+    """Attributes:
+    num_init: random strings queried at each (re)start; the best is the first centre.
+    full_neighborhood: query the whole neighbourhood before moving (Algorithm 1)
+      instead of moving at the first improvement (the released code's default).
+    """
+
+    num_init: int = 10
+    full_neighborhood: bool = False
+
+    def check(self):
+        super().check()
+        positive(self, "num_init")
+
+
 @register("local_search")
 class LocalSearch(Searcher):
     """Hill climbing over ``space.neighbors`` with random restarts."""
 
-    TEST_KWARGS = {"num_init": 5}
+    Options = LocalSearchOptions
 
-    def __init__(
-        self,
-        space,
-        batch_size: int = 1,
-        max_queries: int = 150,
-        num_init: int = 10,
-        full_neighborhood: bool = False,
-    ):
-        super().__init__(space, batch_size, max_queries)
-        if num_init < 1:
-            raise ValueError(f"num_init must be >= 1, got {num_init}")
-        self.num_init = int(num_init)
-        self.full_neighborhood = bool(full_neighborhood)
-        self.num_neighbors = int(space.neighbors(jnp.zeros((space.num_tokens,), jnp.int32))[0].shape[0])
+    def setup(self):
+        self.num_neighbors = int(self.space.neighbors(jnp.zeros((self.space.num_tokens,), jnp.int32))[0].shape[0])
 
     def init(self, key):
         n, b, k = self.space.num_tokens, self.batch_size, self.num_neighbors
@@ -97,10 +103,8 @@ class LocalSearch(Searcher):
         nbrs, mask = nbrs[perm], mask[perm]
         ids = jax.vmap(self.space.string_id)(nbrs)
         ok = mask & (ids >= 0) & ~seen_contains(seen, ids) & first_occurrence(ids)
-        rank = jnp.cumsum(ok) - 1
-        slot = jnp.where(ok & (rank < b), rank, b)
-        out = jnp.zeros((b, self.space.num_tokens), jnp.int32).at[slot].set(nbrs.astype(jnp.int32), mode="drop")
-        out_ids = jnp.full((b,), EMPTY, jnp.int32).at[slot].set(ids, mode="drop")
+        (out,), _ = pack_first(ok, b, nbrs.astype(jnp.int32))
+        (out_ids,), _ = pack_first(ok, b, ids, fill=EMPTY)
         return out, out_ids, jnp.sum(ok)
 
     def _moved(self, state, tokens, score, key):
@@ -116,7 +120,7 @@ class LocalSearch(Searcher):
         b = self.batch_size
         k_perm, k_rand = jax.random.split(key)
         climbing = state.phase == CLIMB
-        if self.full_neighborhood:
+        if self.options.full_neighborhood:
             # a finished sweep moves to its best neighbour when that improves (Algorithm 1)
             _, _, avail = self._next_neighbors(state.center, state.perm, state.seen)
             move = climbing & (avail == 0) & (state.sweep_score > state.center_score)
@@ -158,7 +162,7 @@ class LocalSearch(Searcher):
             center_score=jnp.where(better, r_scores[r_best], state.center_score),
             init_count=state.init_count + jnp.sum(state.kinds == KIND_RANDOM),
         )
-        start = (state.phase == INIT) & (state.init_count >= self.num_init)
+        start = (state.phase == INIT) & (state.init_count >= self.options.num_init)
         started = self._moved(state, state.center, state.center_score, k_start).replace(phase=jnp.int32(CLIMB))
         state = jax.tree.map(lambda x, y: jnp.where(start, x, y), started, state)
         # neighbours: remember the sweep's best; first improvement moves at once
@@ -169,7 +173,7 @@ class LocalSearch(Searcher):
             sweep_tokens=jnp.where(sweep_better, tokens[n_best], state.sweep_tokens),
             sweep_score=jnp.where(sweep_better, n_scores[n_best], state.sweep_score),
         )
-        if not self.full_neighborhood:
+        if not self.options.full_neighborhood:
             move = n_scores[n_best] > state.center_score
             moved = self._moved(state, tokens[n_best], n_scores[n_best], k_move)
             state = jax.tree.map(lambda x, y: jnp.where(move, x, y), moved, state)

@@ -48,6 +48,7 @@ distribution; this is the usual approximation).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -56,7 +57,7 @@ import optax
 from flax import struct
 
 from nas.dedup import Seen, fill_unique_aux, seen_add, seen_init
-from nas.searcher import Searcher
+from nas.searcher import Searcher, SearcherOptions, one_of, positive
 from policies.base import make_policy
 from policies.orderings import make_orderings
 
@@ -98,45 +99,64 @@ class PolicySearchState:
 POLICY_KWARGS = {"maade": ("d", "num_blocks"), "made": ("d",), "lstm": ("d",), "factorized": ()}
 
 
+@dataclasses.dataclass(frozen=True)
+class PolicySearchOptions(SearcherOptions):
+    """Options shared by ReMAADE and ReACTS (paper defaults).
+
+    Attributes:
+      batch_size: B, policy samples per step (30).
+      policy: ``maade`` | ``made`` | ``lstm`` | ``factorized`` (``policies/``).
+      d: embedding width (36).
+      num_blocks: M, attention blocks of MAADE (1).
+      num_orders: S, the ordering ensemble Z_S of eq. 22 (1 = the natural order).
+      learning_rate: Adam's step size alpha (1e-2).
+      ppo: clipped PPO (eqs. 11-13) instead of REINFORCE.
+      clip_eps: PPO's epsilon (0.1).
+      ppo_epochs: Adam steps per batch with PPO (4; one step without PPO).
+      entropy_coef: weight of the entropy bonus (0 = none, as the paper's experiments).
+      pool: policy samples per dedup round (0 = 2 B).
+      max_rounds: dedup rounds before uniform fallback strings fill the batch.
+    """
+
+    batch_size: int = 30
+    policy: str = "maade"
+    d: int = 36
+    num_blocks: int = 1
+    num_orders: int = 1
+    learning_rate: float = 1e-2
+    ppo: bool = True
+    clip_eps: float = 0.1
+    ppo_epochs: int = 4
+    entropy_coef: float = 0.0
+    pool: int = 0
+    max_rounds: int = 16
+
+    def check(self):
+        super().check()
+        one_of(self, "policy", sorted(POLICY_KWARGS))
+        positive(self, "d", "num_blocks", "num_orders", "ppo_epochs", "max_rounds")
+        if self.pool < 0:
+            raise ValueError(f"pool must be >= 0 (0 = 2 * batch_size), got {self.pool}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+
+
 class PolicySearcher(Searcher):
     """Common init/ask and Adam update of ReMAADE and ReACTS."""
 
-    def __init__(
-        self,
-        space,
-        batch_size: int = 30,
-        max_queries: int = 150,
-        policy: str = "maade",
-        d: int = 36,
-        num_blocks: int = 1,
-        num_orders: int = 1,
-        learning_rate: float = 1e-2,
-        ppo: bool = True,
-        clip_eps: float = 0.1,
-        ppo_epochs: int = 4,
-        entropy_coef: float = 0.0,
-        baseline_decay: float = 0.0,
-        pool: int = 0,
-        max_rounds: int = 16,
-    ):
-        super().__init__(space, batch_size, max_queries)
-        if policy not in POLICY_KWARGS:
-            raise ValueError(f"policy must be one of {sorted(POLICY_KWARGS)}, got {policy!r}")
-        if not 0.0 <= baseline_decay < 1.0:
-            raise ValueError(f"baseline_decay must be in [0, 1), got {baseline_decay}")
-        if ppo and ppo_epochs < 1:
-            raise ValueError(f"ppo_epochs must be >= 1, got {ppo_epochs}")
-        kw = {"d": d, "num_blocks": num_blocks}
-        self.policy = make_policy(policy, space, **{k: kw[k] for k in POLICY_KWARGS[policy]})
-        self.num_orders = int(num_orders)
-        self.ppo = bool(ppo)
-        self.clip_eps = float(clip_eps)
-        self.num_epochs = int(ppo_epochs) if ppo else 1
-        self.entropy_coef = float(entropy_coef)
-        self.baseline_decay = float(baseline_decay)
-        self.pool = int(pool) if pool > 0 else 2 * self.batch_size
-        self.max_rounds = int(max_rounds)
-        self.optimizer = optax.adam(learning_rate)
+    Options = PolicySearchOptions
+
+    def setup(self):
+        o = self.options
+        kw = {"d": o.d, "num_blocks": o.num_blocks}
+        self.policy = make_policy(o.policy, self.space, **{k: kw[k] for k in POLICY_KWARGS[o.policy]})
+        self.pool_size = o.pool if o.pool > 0 else 2 * o.batch_size
+        self.optimizer = optax.adam(o.learning_rate)
+
+    @property
+    def update_epochs(self) -> int:
+        """Adam steps per batch: ``ppo_epochs`` with PPO, one without (Algorithm 1, line 8)."""
+        return self.options.ppo_epochs if self.options.ppo else 1
 
     # -- init / ask ------------------------------------------------------------
     def init_policy_state(self, key, extra=None) -> PolicySearchState:
@@ -146,7 +166,7 @@ class PolicySearcher(Searcher):
         return PolicySearchState(
             params=params,
             opt_state=self.optimizer.init(params),
-            orders=make_orderings(k_o, self.space.num_tokens, self.num_orders),
+            orders=make_orderings(k_o, self.space.num_tokens, self.options.num_orders),
             order_idx=jnp.zeros(b, jnp.int32),
             fresh=jnp.zeros(b, bool),
             baseline=jnp.float32(0.0),
@@ -167,10 +187,12 @@ class PolicySearcher(Searcher):
 
     def ask(self, key, state):
         def propose(k):
-            keys = jax.random.split(k, self.pool)
+            keys = jax.random.split(k, self.pool_size)
             return jax.vmap(self.sample_one, in_axes=(None, None, 0))(state.params, state.orders, keys)
 
-        tokens, fresh, z = fill_unique_aux(key, self.space, propose, state.seen, self.batch_size, self.max_rounds)
+        tokens, fresh, z = fill_unique_aux(
+            key, self.space, propose, state.seen, self.batch_size, self.options.max_rounds
+        )
         return tokens, state.replace(order_idx=z, fresh=fresh)
 
     # -- update ------------------------------------------------------------------
@@ -182,7 +204,7 @@ class PolicySearcher(Searcher):
         return jnp.sum(jax.vmap(self.policy.entropy, in_axes=(None, 0, 0))(params, tokens, orders), axis=1)
 
     def optimize(self, state, tokens, orders, adv, weight, per_token: bool):
-        """``num_epochs`` Adam steps on the (PPO or REINFORCE) objective; skipped when no weight."""
+        """``update_epochs`` Adam steps on the (PPO or REINFORCE) objective; skipped when no weight."""
         logp_old = jax.lax.stop_gradient(self.batch_log_prob(state.params, tokens, orders))
         if not per_token:
             logp_old = jnp.sum(logp_old, axis=1)
@@ -191,11 +213,11 @@ class PolicySearcher(Searcher):
             logp = self.batch_log_prob(params, tokens, orders)
             if not per_token:
                 logp = jnp.sum(logp, axis=1)
-            obj = pg_objective(logp, logp_old, adv, weight, self.ppo, self.clip_eps)
-            if self.entropy_coef == 0.0:  # no bonus: skip the extra pass
+            obj = pg_objective(logp, logp_old, adv, weight, self.options.ppo, self.options.clip_eps)
+            if self.options.entropy_coef == 0.0:  # no bonus: skip the extra pass
                 return -obj, jnp.float32(0.0)
             ent = jnp.sum(weight * self.batch_entropy(params, tokens, orders)) / jnp.maximum(jnp.sum(weight), 1.0)
-            return -(obj + self.entropy_coef * ent), ent
+            return -(obj + self.options.entropy_coef * ent), ent
 
         def epoch(carry, _):
             params, opt_state = carry
@@ -204,9 +226,9 @@ class PolicySearcher(Searcher):
             return (optax.apply_updates(params, updates), opt_state), (loss, ent)
 
         (params, opt_state), (loss, ent) = jax.lax.scan(
-            epoch, (state.params, state.opt_state), None, length=self.num_epochs
+            epoch, (state.params, state.opt_state), None, length=self.update_epochs
         )
-        if self.entropy_coef == 0.0:  # report the entropy at the sampling parameters
+        if self.options.entropy_coef == 0.0:  # report the entropy at the sampling parameters
             ent = jnp.sum(weight * self.batch_entropy(state.params, tokens, orders))[None] / jnp.maximum(
                 jnp.sum(weight), 1.0
             )

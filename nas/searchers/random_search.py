@@ -1,12 +1,29 @@
-"""Random search without repeated queries (Li & Talwalkar, 2019 baseline)."""
+"""Random search without repeated queries (Li & Talwalkar, 2019, "Random Search and
+Reproducibility for Neural Architecture Search", the baseline of every NAS comparison)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 from flax import struct
 
 from nas.dedup import Seen, fill_unique, seen_add, seen_init
-from nas.searcher import Searcher, register
+from nas.searcher import Searcher, SearcherOptions, positive, register
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomSearchOptions(SearcherOptions):
+    """Attributes:
+    pool: candidates drawn per round of ``fill_unique``; a larger pool needs
+      fewer rounds late in a long run on a small space.
+    """
+
+    pool: int = 16
+
+    def check(self):
+        super().check()
+        positive(self, "pool")
 
 
 @struct.dataclass
@@ -16,15 +33,9 @@ class RandomSearchState:
 
 @register("random_search")
 class RandomSearch(Searcher):
-    """Uniform samples over valid strings, skipping strings already queried.
+    """Uniform samples over valid strings, skipping strings already queried."""
 
-    ``pool`` candidates are drawn per round of ``fill_unique``; a larger pool
-    needs fewer rounds late in a long run on a small space.
-    """
-
-    def __init__(self, space, batch_size: int = 1, max_queries: int = 150, pool: int = 16):
-        super().__init__(space, batch_size, max_queries)
-        self.pool = int(pool)
+    Options = RandomSearchOptions
 
     def init(self, key):
         del key
@@ -32,7 +43,7 @@ class RandomSearch(Searcher):
 
     def ask(self, key, state):
         def propose(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, self.pool))
+            return jax.vmap(self.space.sample)(jax.random.split(k, self.options.pool))
 
         tokens, _ = fill_unique(key, self.space, propose, state.seen, self.batch_size)
         return tokens, state

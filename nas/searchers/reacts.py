@@ -36,81 +36,72 @@ and enter the simulator's data, but not the policy gradient.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
-from nas.searcher import register
-from nas.searchers.policy_gradient import PolicySearcher
+from nas.searcher import positive, register
+from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions
 from policies.orderings import unpermute
 from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, init_ensemble, predict_ensemble
 
 
+@dataclasses.dataclass(frozen=True)
+class ReACTSOptions(PolicySearchOptions):
+    """Attributes (and those of ``PolicySearchOptions``):
+    rollouts: L, policy completions per prefix in eq. 16 (8).
+    features: the simulator's encoding, a feature kind of the space (``auto`` =
+      ``path`` where the space has it, else ``onehot``).
+    sim_members, sim_layers, sim_width, sim_lr, sim_epochs, sim_batch_size: the
+      simulator, BANANAS' MLP ensemble (5 MLPs, 10 x 20 ReLU, Adam 0.01,
+      150 epochs, batches of 32).
+    sim_warm_epochs: 0 = refit the simulator from scratch every step; E > 0 =
+      continue from the previous step's simulator for E epochs.
+    """
+
+    rollouts: int = 8
+    features: str = "auto"
+    sim_members: int = 5
+    sim_layers: int = 10
+    sim_width: int = 20
+    sim_lr: float = 0.01
+    sim_epochs: int = 150
+    sim_batch_size: int = 32
+    sim_warm_epochs: int = 0
+
+    def check(self):
+        super().check()
+        positive(self, "rollouts", "sim_members", "sim_layers", "sim_width", "sim_epochs", "sim_batch_size")
+        if not 0 <= self.sim_warm_epochs <= self.sim_epochs:
+            raise ValueError(
+                f"sim_warm_epochs must be in [0, sim_epochs={self.sim_epochs}], got {self.sim_warm_epochs}"
+            )
+
+
 @register("reacts")
 class ReACTS(PolicySearcher):
-    TEST_KWARGS = {"batch_size": 5, "max_queries": 15, "d": 8, "ppo_epochs": 2, "rollouts": 2, "sim_epochs": 3}
+    Options = ReACTSOptions
 
-    def __init__(
-        self,
-        space,
-        batch_size: int = 30,
-        max_queries: int = 150,
-        policy: str = "maade",
-        d: int = 36,
-        num_blocks: int = 1,
-        num_orders: int = 1,
-        learning_rate: float = 1e-2,
-        ppo: bool = True,
-        clip_eps: float = 0.1,
-        ppo_epochs: int = 4,
-        entropy_coef: float = 0.0,
-        rollouts: int = 8,
-        features: str = "auto",
-        sim_members: int = 5,
-        sim_layers: int = 10,
-        sim_width: int = 20,
-        sim_lr: float = 0.01,
-        sim_epochs: int = 150,
-        sim_batch_size: int = 32,
-        sim_warm_epochs: int = 0,
-        pool: int = 0,
-        max_rounds: int = 16,
-    ):
-        super().__init__(
-            space,
-            batch_size,
-            max_queries,
-            policy,
-            d,
-            num_blocks,
-            num_orders,
-            learning_rate,
-            ppo,
-            clip_eps,
-            ppo_epochs,
-            entropy_coef,
-            0.0,
-            pool,
-            max_rounds,
-        )
-        if rollouts < 1:
-            raise ValueError(f"rollouts (L) must be >= 1, got {rollouts}")
+    def setup(self):
+        super().setup()
+        o = self.options
+        features = o.features
         if features == "auto":
-            features = "path" if "path" in space.feature_kinds else "onehot"
-        if features not in space.feature_kinds:
-            raise ValueError(f"{space.name} has no feature kind {features!r}; choose from {list(space.feature_kinds)}")
-        self.rollouts = int(rollouts)
+            features = "path" if "path" in self.space.feature_kinds else "onehot"
+        if features not in self.space.feature_kinds:
+            raise ValueError(
+                f"{self.space.name} has no feature kind {features!r}; choose from {list(self.space.feature_kinds)}"
+            )
         self.features = features
         self.sim_cfg = MLPEnsembleConfig(
-            num_members=sim_members,
-            num_layers=sim_layers,
-            width=sim_width,
-            learning_rate=sim_lr,
-            epochs=sim_epochs,
-            batch_size=sim_batch_size,
+            num_members=o.sim_members,
+            num_layers=o.sim_layers,
+            width=o.sim_width,
+            learning_rate=o.sim_lr,
+            epochs=o.sim_epochs,
+            batch_size=o.sim_batch_size,
         )
-        if not 0 <= sim_warm_epochs <= sim_epochs:
-            raise ValueError(f"sim_warm_epochs must be in [0, sim_epochs={sim_epochs}], got {sim_warm_epochs}")
-        self.sim_warm_epochs = int(sim_warm_epochs)
         self.capacity = self.num_steps * self.batch_size
 
     def init(self, key):
@@ -123,7 +114,7 @@ class ReACTS(PolicySearcher):
             "count": jnp.int32(0),
             "params_history": history,
         }
-        if self.sim_warm_epochs:
+        if self.options.sim_warm_epochs:
             dim = self.space.feature_dim(self.features)
             extra["sim"] = init_ensemble(jax.random.fold_in(key, 7), dim, self.sim_cfg)
         return state.replace(extra=extra)
@@ -146,7 +137,7 @@ class ReACTS(PolicySearcher):
 
     def prefix_values(self, key, params, sim, tokens, orders):
         """Eq. 16: ``V[k, i]`` for the prefix of ``tokens[k]`` before step ``i`` of ``orders[k]``, f32[B, N]."""
-        b, n, L = self.batch_size, self.space.num_tokens, self.rollouts
+        b, n, L = self.batch_size, self.space.num_tokens, self.options.rollouts
         keys = jax.random.split(key, b * n * L).reshape(b, n, L, -1)
 
         def one(k, a, order, i):
@@ -179,8 +170,8 @@ class ReACTS(PolicySearcher):
         mask = (jnp.arange(self.capacity) < count) & jnp.isfinite(buf_scores)
         w_shift = jnp.where(mask, self.shift_weights(history, buf_tokens, state.orders, t), 0.0)
         x = jax.vmap(lambda a: self.space.features(a, self.features))(buf_tokens)
-        if self.sim_warm_epochs:  # continue from the last step's simulator (first step: a full fit)
-            epochs = jnp.where(t == 0, self.sim_cfg.epochs, self.sim_warm_epochs)
+        if self.options.sim_warm_epochs:  # continue from the last step's simulator (first step: a full fit)
+            epochs = jnp.where(t == 0, self.sim_cfg.epochs, self.options.sim_warm_epochs)
             sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, w_shift, ex["sim"], epochs)
         else:
             sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, weights=w_shift)
@@ -198,7 +189,7 @@ class ReACTS(PolicySearcher):
                 "scores": buf_scores,
                 "count": count,
                 "params_history": history,
-                **({"sim": sim} if self.sim_warm_epochs else {}),
+                **({"sim": sim} if self.options.sim_warm_epochs else {}),
             },
             baseline=jnp.sum(weight * values[jnp.arange(b), orders[:, 0]]) / jnp.maximum(jnp.sum(weight), 1.0),
         )

@@ -31,12 +31,42 @@ Choices (documented differences from the sources):
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from nas.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
-from nas.searcher import Searcher, register
+from nas.searcher import Searcher, SearcherOptions, positive, register
+
+
+@dataclasses.dataclass(frozen=True)
+class RegularizedEvolutionOptions(SearcherOptions):
+    """Attributes:
+    population_size: P, members alive at once.
+    tournament_size: members drawn (with replacement) per tournament.
+    num_init: random strings that start the population (0 = ``population_size``).
+    mutants_per_round: mutants proposed per ``fill_unique`` round (never-re-query).
+    """
+
+    population_size: int = 30
+    tournament_size: int = 10
+    num_init: int = 0
+    mutants_per_round: int = 8
+
+    def check(self):
+        super().check()
+        positive(self, "population_size", "tournament_size", "mutants_per_round")
+        if self.tournament_size > self.population_size:
+            raise ValueError(
+                f"tournament_size ({self.tournament_size}) must be <= population_size ({self.population_size})"
+            )
+        if not 0 <= self.num_init <= self.population_size:
+            raise ValueError(
+                f"num_init must be in [0, population_size={self.population_size}] (0 = population_size), "
+                f"got {self.num_init}"
+            )
 
 
 @struct.dataclass
@@ -53,33 +83,15 @@ class EvolutionState:
 class RegularizedEvolution(Searcher):
     """Aging evolution with tournament selection (Real et al. 2019, Alg. 1)."""
 
-    TEST_KWARGS = {"population_size": 10, "tournament_size": 4}
+    Options = RegularizedEvolutionOptions
 
-    def __init__(
-        self,
-        space,
-        batch_size: int = 1,
-        max_queries: int = 150,
-        population_size: int = 30,
-        tournament_size: int = 10,
-        num_init: int = 0,
-        mutants_per_round: int = 8,
-    ):
-        super().__init__(space, batch_size, max_queries)
-        if population_size < 1 or tournament_size < 1:
-            raise ValueError(
-                f"population_size and tournament_size must be >= 1, got {population_size}, {tournament_size}"
-            )
-        if num_init < 0 or num_init > population_size:
-            raise ValueError(f"num_init must be in [0, population_size={population_size}] (0 = population_size)")
-        self.population_size = int(population_size)
-        self.tournament_size = int(tournament_size)
-        self.num_init = int(num_init) or self.population_size
-        self.mutants_per_round = int(mutants_per_round)
+    @property
+    def num_init(self) -> int:
+        return self.options.num_init or self.options.population_size
 
     def init(self, key):
         del key
-        p, n = self.population_size, self.space.num_tokens
+        p, n = self.options.population_size, self.space.num_tokens
         return EvolutionState(
             seen=seen_init((self.num_steps + 1) * self.batch_size),  # + B: room for a batch's tentative ids
             pop_tokens=jnp.zeros((p, n), jnp.int32),
@@ -91,14 +103,14 @@ class RegularizedEvolution(Searcher):
 
     def _tournament(self, key, state):
         """Parent = best of ``tournament_size`` uniform draws from the population."""
-        u = jax.random.uniform(key, (self.tournament_size,))
+        u = jax.random.uniform(key, (self.options.tournament_size,))
         idx = jnp.minimum((u * state.pop_count).astype(jnp.int32), jnp.maximum(state.pop_count - 1, 0))
         # population slots are filled 0..count-1 first, so idx always points at a member
         win = idx[jnp.argmax(state.pop_scores[idx])]
         return state.pop_tokens[win]
 
     def ask(self, key, state):
-        b, m = self.batch_size, self.mutants_per_round
+        b, m = self.batch_size, self.options.mutants_per_round
         k_rand, k_child = jax.random.split(key)
 
         def propose_random(k):
@@ -125,7 +137,7 @@ class RegularizedEvolution(Searcher):
 
     def tell(self, key, tokens, scores, state):
         del key
-        p = self.population_size
+        p = self.options.population_size
         ids = jax.vmap(self.space.string_id)(tokens)
 
         def add(st, x):

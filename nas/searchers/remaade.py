@@ -23,25 +23,39 @@ LSTM controller (Zoph & Le)    ``policy="lstm", ppo=False``
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
 from nas.searcher import register
-from nas.searchers.policy_gradient import PolicySearcher, ema_baseline
+from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions, ema_baseline
+
+
+@dataclasses.dataclass(frozen=True)
+class ReMAADEOptions(PolicySearchOptions):
+    """Attributes (and those of ``PolicySearchOptions``):
+    baseline_decay: decay of the moving-average baseline (0 = the batch's mean reward).
+    """
+
+    baseline_decay: float = 0.0
+
+    def check(self):
+        super().check()
+        if not 0.0 <= self.baseline_decay < 1.0:
+            raise ValueError(f"baseline_decay must be in [0, 1), got {self.baseline_decay}")
 
 
 @register("remaade")
 class ReMAADE(PolicySearcher):
-    # options: PolicySearcher's constructor (inherited as is; the registry reads its signature)
-    TEST_KWARGS = {"batch_size": 5, "max_queries": 20, "d": 8, "ppo_epochs": 2}
+    Options = ReMAADEOptions
 
     def tell(self, key, tokens, scores, state):
         del key
         f, weight, batch_mean, state = self.rewards_and_weights(state, tokens, scores)
         any_w = jnp.sum(weight) > 0
-        b = jnp.where(
-            any_w, ema_baseline(state.baseline, state.num_updates, batch_mean, self.baseline_decay), state.baseline
-        )
+        ema = ema_baseline(state.baseline, state.num_updates, batch_mean, self.options.baseline_decay)
+        b = jnp.where(any_w, ema, state.baseline)
         adv = weight * (f - b)
         orders = state.orders[state.order_idx]
         state, loss, ent = self.optimize(state.replace(baseline=b), tokens, orders, adv, weight, per_token=False)

@@ -37,7 +37,8 @@ import pickle
 import numpy as np
 
 from spaces import nb201
-from spaces.tabular import TabularBenchmark
+from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.tabular import TabularBenchmark
 
 ACCURACIES = {m: f"{m}_accuracy" for m in ("baseline", "ptq", "qat", "noisy", "analog")}
 DRIFTS = {f"{k}_drift_{t}": f"{k}_drift_{t}" for k in ("baseline", "analog") for t in (60, 3600, 86400, 2592000)}
@@ -110,8 +111,6 @@ def _arrays() -> dict[str, np.ndarray]:
 
 def load_arrays() -> dict[str, np.ndarray]:
     """``{metric: f32[15625]}`` accuracies (%) in NB201 row order (base-5 tokens), cached."""
-    from spaces.registry import cached_arrays, package_version  # lazy: registry imports this module
-
     return cached_arrays("analog_nasbench", package_version("analog-nasbench"), _arrays)
 
 

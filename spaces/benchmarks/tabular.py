@@ -6,7 +6,7 @@ of being baked into the program as a constant), the space, name and protocol
 are static. ``query(key, tokens[B, N])`` is a string-id computation plus a
 gather, fully jittable.
 
-Score convention (DESIGN.md): scores are "higher is better" inside searchers.
+Score convention (``spaces.benchmarks.objective``): scores are "higher is better" inside searchers.
 Each table states how a score converts to the reported metric (``report``):
 accuracy in percent reports ``100 - acc`` (error, %), HPOLib's validation MSE is
 searched as ``-log(mse)`` because it is heavy-tailed (3e-5 .. 7e3) and reported
@@ -23,26 +23,17 @@ test scores are ``-inf`` and their cost is 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
 from spaces.base import Space
-
-# score -> reported value, and the reported value's name
-REPORTS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
-    "acc_pct": (lambda s: 100.0 - s, "error (%)"),
-    "acc_frac": (lambda s: 100.0 * (1.0 - s), "error (%)"),
-    "neg_log_mse": (lambda s: np.exp(-s), "MSE"),
-    "auc_frac": (lambda s: 100.0 * (1.0 - s), "1 - ROC-AUC (%)"),
-}
+from spaces.benchmarks.objective import REPORTS, Objective
 
 
 @struct.dataclass
-class TabularBenchmark:
+class TabularBenchmark(Objective):
     valid: jax.Array  # f32[R, S]: validation score of each seed (higher is better)
     n_seeds: jax.Array  # int32[R]: how many of the S columns are real for each row
     test: jax.Array  # f32[R]: seed-mean test score (or seed-mean validation if no test)
@@ -121,15 +112,6 @@ class TabularBenchmark:
     @property
     def num_seeds(self) -> int:
         return int(self.valid.shape[1])
-
-    @property
-    def report_name(self) -> str:
-        split = "test" if self.has_test else "validation"
-        return f"{split} {REPORTS[self.report_kind][1]}"
-
-    def report(self, score):
-        """Score (higher is better) -> reported metric (e.g. error %), numpy."""
-        return REPORTS[self.report_kind][0](np.asarray(score, np.float64))
 
     def with_protocol(self, protocol: str) -> TabularBenchmark:
         if protocol not in ("mean", "random"):

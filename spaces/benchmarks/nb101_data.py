@@ -3,7 +3,7 @@
 The official files (Ying et al., 2019; github.com/google-research/nasbench)
 ``nasbench_only108.tfrecord`` (108 epochs, ~500 MB) and
 ``nasbench_full.tfrecord`` (4/12/36/108 epochs, ~2 GB) hold one record per
-training run (cell x epoch budget x repeat, 3 repeats); ``spaces.nb101_tfrecord``
+training run (cell x epoch budget x repeat, 3 repeats); ``spaces.benchmarks.nb101_tfrecord``
 reads them without TensorFlow. The official API reads ``evaluation_data[2]``
 (end of training); we read the last evaluation point, which is that one.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,9 +27,10 @@ import jax
 import numpy as np
 
 from spaces import nb101
+from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
+from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.files import DataError, savez_atomic
 from spaces.nb101_hash import spec_hash
-from spaces.nb101_tfrecord import decode_model_metrics, frame_records
-from spaces.tabular import TabularBenchmark
 
 DOWNLOAD = (
     "Download the official NAS-Bench-101 data (https://github.com/google-research/nasbench#download-the-dataset): "
@@ -44,10 +44,10 @@ CACHE_VERSION = 1
 # ---- conversion ----------------------------------------------------------------------------------
 def _require(path: str) -> Path:
     if not path:
-        raise FileNotFoundError(f"NAS-Bench-101 needs data_path. {DOWNLOAD}")
+        raise DataError(f"NAS-Bench-101 needs data_path. {DOWNLOAD}")
     p = Path(path).expanduser()
     if not p.exists():
-        raise FileNotFoundError(f"NAS-Bench-101 data file not found: {p}. {DOWNLOAD}")
+        raise DataError(f"NAS-Bench-101 data file not found: {p}. {DOWNLOAD}")
     return p
 
 
@@ -160,14 +160,7 @@ def convert(path: str, cache_path: str | None = None, verify_hash: bool = False)
     )
     target = Path(cache_path) if cache_path else default_cache_path(p)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, target)  # atomic: readers never see a half-written cache
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    savez_atomic(target, arrays)  # readers never see a half-written cache
     stats["total_s"] = time.perf_counter() - t0
     print(
         f"nb101: converted {p.name}: {stats['records']} records, {len(cells)} cells, epochs {epochs.tolist()}, "
@@ -243,18 +236,16 @@ def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> Tabu
     )
 
 
-# ../shared/data next to the repository (NAS_SHARED_DATA overrides it, as in tests/conftest.py)
-_SHARED = os.environ.get("NAS_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-DATA1K_DEFAULT = str(Path(_SHARED) / "nb101" / "data-1k.json")
+DATA1K_SOURCE = "github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
 
 
-def load_data1k(path: str = DATA1K_DEFAULT, protocol: str = "mean") -> TabularBenchmark:
+def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark:
     """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test."""
-    path = path or DATA1K_DEFAULT
+    if not data_path:
+        raise DataError(f"nb101/data1k needs data_path=<data-1k.json>; the file comes from {DATA1K_SOURCE}")
+    path = data_path
     if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"{path} not found: data-1k.json comes from github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
-        )
+        raise DataError(f"{path} not found: data-1k.json comes from {DATA1K_SOURCE}")
     with open(path) as f:
         d = json.load(f)
     tokens = np.stack([nb101.SPACE.from_spec({"matrix": m, "ops": o}) for m, o in zip(d["adjacency"], d["operations"])])
@@ -272,14 +263,3 @@ def load_data1k(path: str = DATA1K_DEFAULT, protocol: str = "mean") -> TabularBe
         protocol=protocol,
         report_kind="acc_pct",
     )
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Convert an official NAS-Bench-101 TFRecord into the .npz cache.")
-    ap.add_argument("tfrecord")
-    ap.add_argument("--out", default=None, help="cache path (default: next to the TFRecord)")
-    ap.add_argument("--verify-hash", action="store_true", help="recompute every official hash (slower)")
-    args = ap.parse_args()
-    convert(args.tfrecord, args.out, verify_hash=args.verify_hash)

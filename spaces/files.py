@@ -1,0 +1,69 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+Every writer goes through ``atomic_write``: the bytes go to a temporary file in
+the target's folder, are flushed to disk, then ``os.replace`` puts the file in
+place (atomic on POSIX and Windows within one file system). A failed write
+(disk full, permission, interruption) removes its temporary file and leaves the
+old file untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from typing import IO
+
+import numpy as np
+
+
+class DataError(ValueError):
+    """A data file that is missing, corrupt or not what was expected; the message names the file and the fix."""
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+    """Calls ``write(f)`` on a temporary binary file, then renames it to ``path``."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    atomic_write(path, lambda f: f.write(data))
+
+
+def savez_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez`` to ``path`` atomically (the name is kept as given, no ``.npz`` appended)."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def append_line_atomic(path: str | os.PathLike, line: str) -> None:
+    """Appends one line to a small text file by rewriting it atomically.
+
+    An interrupted write leaves the old file whole; a partial last line left by
+    another (non-atomic) writer is dropped.
+    """
+    old = ""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+        if old and not old.endswith("\n"):
+            old = old[: old.rfind("\n") + 1]
+    write_text_atomic(path, old + line.rstrip("\n") + "\n")

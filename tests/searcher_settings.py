@@ -1,0 +1,15 @@
+"""Cheap options per registered searcher for the contract tests (small networks, few epochs)."""
+
+CHEAP = {
+    "regularized_evolution": {"population_size": 10, "tournament_size": 4},
+    "local_search": {"num_init": 5},
+    "remaade": {"batch_size": 5, "max_queries": 20, "d": 8, "ppo_epochs": 2},
+    "reacts": {"batch_size": 5, "max_queries": 15, "d": 8, "ppo_epochs": 2, "rollouts": 2, "sim_epochs": 3},
+    "bananas": {"max_queries": 30, "epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20},
+    "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
+}
+
+
+def cheap_options(name: str) -> dict:
+    """Options that make searcher ``name`` fast to compile and run in tests ({} for the cheap ones)."""
+    return dict(CHEAP.get(name, {}))

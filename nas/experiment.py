@@ -27,6 +27,7 @@ import time
 import jax
 import numpy as np
 
+from nas import peers
 from nas import report as rep
 from nas.host_loop import run_chunked
 from nas.searcher import Searcher, available_searchers, make_options, searcher_class
@@ -37,7 +38,16 @@ REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searc
 # config fields -> benchmark loader options
 BENCH_OPTIONS = {"test_data": "test_csv", "data_path": "data_path"}
 # fields that change what a run computes: a rerun in the same workdir must agree on them
-RUN_FIELDS = ("benchmark", "protocol", "test_data", "data_path", "num_trials", "max_queries", "seed")
+RUN_FIELDS = (
+    "benchmark",
+    "protocol",
+    "test_data",
+    "data_path",
+    "benchmark_options",
+    "num_trials",
+    "max_queries",
+    "seed",
+)
 
 
 class ConfigError(ValueError):
@@ -69,11 +79,14 @@ def selected_labels(config) -> list[str]:
 
 
 def benchmark_kwargs(cfg: dict) -> dict:
-    kwargs = {"protocol": cfg["protocol"]}
+    """Loader options: ``protocol`` where the loader takes one, the mapped fields, ``config.benchmark_options``."""
+    from spaces.benchmarks.registry import benchmark_options
+
+    kwargs = {"protocol": cfg["protocol"]} if "protocol" in benchmark_options(cfg["benchmark"]) else {}
     for field, opt in BENCH_OPTIONS.items():
         if _get(cfg, field, ""):
             kwargs[opt] = cfg[field]
-    return kwargs
+    return {**kwargs, **dict(_get(cfg, "benchmark_options", {}))}
 
 
 def validate_config(config) -> None:
@@ -87,9 +100,14 @@ def validate_config(config) -> None:
     name = cfg["benchmark"]
     if name not in available_benchmarks():
         raise ConfigError(f"config.benchmark: {unknown('benchmark', name, available_benchmarks())}")
-    if cfg["protocol"] not in ("mean", "random"):
-        raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
     allowed = benchmark_options(name)
+    if "protocol" in allowed and cfg["protocol"] not in ("mean", "random"):
+        raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
+    bad = [k for k in dict(_get(cfg, "benchmark_options", {})) if k not in allowed or k == "protocol"]
+    if bad:
+        raise ConfigError(
+            f"config.benchmark_options: benchmark {name!r} has no option(s) {bad}; its options: {allowed}"
+        )
     for field, opt in BENCH_OPTIONS.items():
         value = _get(cfg, field, "")
         if not value:
@@ -112,13 +130,15 @@ def searcher_options_of(config, label: str):
     """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError."""
     entry = searcher_entries(config)[label]
     sname = entry.get("name")
-    if sname not in available_searchers():
-        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, available_searchers())}")
+    names = available_searchers() + peers.available_peers()  # peers: host-side baselines (nas/peers.py)
+    if sname not in names:
+        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, names)}")
     opts = {k: v for k, v in entry.items() if k != "name"}
     if "max_queries" in opts:
         raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
+    make = peers.make_peer_options if sname in peers.PEERS else make_options
     try:
-        return make_options(sname, max_queries=int(_to_dict(config)["max_queries"]), **opts)
+        return make(sname, max_queries=int(_to_dict(config)["max_queries"]), **opts)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
 
@@ -133,8 +153,11 @@ def build_benchmark(config):
 def build_searcher(config, label: str, space) -> Searcher:
     """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space)."""
     options = searcher_options_of(config, label)
+    name = searcher_entries(config)[label]["name"]
+    if name in peers.PEERS:
+        return peers.Peer(name, space, options)
     try:
-        return searcher_class(searcher_entries(config)[label]["name"])(space, options)
+        return searcher_class(name)(space, options)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
 
@@ -220,7 +243,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
             record_metrics(metrics_path, {"searcher": label, "time": time.time(), **info})
 
         ckpt = os.path.join(workdir, "ckpt", f"{label}.npz")
-        h = run_chunked(
+        run = peers.run_peer if isinstance(searcher, peers.Peer) else run_chunked
+        h = run(
             searcher,
             bench,
             keys,

@@ -9,7 +9,9 @@ returns any object with the objective contract (``spaces.benchmarks.objective``)
 
 Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
 ``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
-``nb101`` and ``nb101/data1k``. The NAS-Bench-101 loaders live in
+``nb101``, ``nb101/data1k`` and the training tasks ``mlp/<diabetes|boston|naval>``
+(``spaces.benchmarks.mlp_training``; options ``split``, ``data_path``,
+``valid_fraction``; no ``protocol``). The NAS-Bench-101 loaders live in
 ``spaces.benchmarks.nb101_data`` and are imported only when called.
 """
 
@@ -47,7 +49,7 @@ def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean"):
 
 
 def _register_builtin() -> None:
-    from spaces.benchmarks import analog_nasbench, hpobench, hpolib, nasbench_graph, nb201
+    from spaces.benchmarks import analog_nasbench, hpobench, hpolib, mlp_training, nasbench_graph, nb201
 
     for ds in nb201.DATASETS:
         register_benchmark(f"nb201/{ds}", functools.partial(nb201.load, ds))
@@ -59,6 +61,8 @@ def _register_builtin() -> None:
         register_benchmark(f"nasbench_graph/{ds}", functools.partial(nasbench_graph.load, ds))
     for metric in analog_nasbench.METRICS:
         register_benchmark(f"analognas/{metric}", functools.partial(analog_nasbench.load, metric))
+    for ds in mlp_training.DATASETS:
+        register_benchmark(f"mlp/{ds}", functools.partial(mlp_training.load, ds))
     register_benchmark("nb101", _load_nb101)
     register_benchmark("nb101/data1k", _load_nb101_data1k)
 

@@ -1,4 +1,4 @@
-"""BANANAS ablation (seed paper 001, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
+"""BANANAS ablation (White, Neiswanger & Savani, 2021, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
 path vs adjacency encoding, ensemble vs GP predictor (GP with path or adjacency Hamming kernel),
 mutation vs random acquisition optimization (1,000 random candidates, as in the paper), one-edit
 vs 1-2-edit mutations, and the acquisition functions ITS (default) / UCB / EI / PI / TS. Every

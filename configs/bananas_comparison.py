@@ -16,13 +16,17 @@ encoding, EI, the same candidates as ``bananas``.
 """
 
 from configs import default
+from nas.experiment_config import searcher_configs
 
 
 def get_config(arg=None):
     config = default.get_config()
     config.benchmark = arg or "nb201/cifar10"
     config.num_trials = 100
-    config.searchers.bananas = {"name": "bananas", "acquisition": "its", "max_edits": 2, "encoding": "auto"}
-    config.searchers.bananas_ucb = {"name": "bananas", "acquisition": "ucb", "max_edits": 1, "encoding": "auto"}
-    config.searchers.gp_bo = {"name": "gp_bo", "acquisition": "ei"}
+    config.searchers = searcher_configs(
+        **default.BASELINES,
+        bananas={"name": "bananas", "acquisition": "its", "max_edits": 2},
+        bananas_ucb={"name": "bananas", "acquisition": "ucb", "max_edits": 1},
+        gp_bo={"name": "gp_bo", "acquisition": "ei"},
+    )
     return config

@@ -17,7 +17,7 @@ from flax import struct
 
 from spaces.base import Space
 
-EMPTY = jnp.int32(-2)  # never a string id (invalid strings are -1)
+EMPTY = -2  # never a string id (invalid strings are -1); a plain int: importing must not start a JAX backend
 
 
 @struct.dataclass

@@ -94,10 +94,17 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
     return compiled(searcher, f"chunk{rows or ''}", length, make)
 
 
-def incumbent_stats(score: np.ndarray, report_score: np.ndarray, report: Callable | None = None) -> dict[str, float]:
-    """Mean over seeds of the best score and its query's report score (``[S, q]`` arrays, ties keep the
-    earlier query as ``nas.runner.incumbent_curve``); with ``report`` also the mean reported metric."""
-    idx = np.maximum(np.asarray(incumbent_index(score))[:, -1], 0)
+def incumbent_stats(
+    score: np.ndarray, report_score: np.ndarray, queries: int, report: Callable | None = None
+) -> dict[str, float]:
+    """Mean over seeds of the best score among the first ``queries`` and its query's report score.
+
+    ``score``/``report_score`` are the whole ``[S, T]`` history buffers (one shape per run, so the
+    incumbent computation, ``nas.runner.incumbent_index``, compiles once); ties keep the earlier
+    query. With ``report`` also the mean reported metric of the incumbents.
+    """
+    upto = np.where(np.arange(score.shape[1]) < queries, score, -np.inf)
+    idx = np.maximum(np.asarray(incumbent_index(upto))[:, -1], 0)
     rows = np.arange(score.shape[0])
     inc = report_score[rows, idx]
     out = {"best_valid_mean": float(np.mean(score[rows, idx])), "incumbent_test_mean": float(np.mean(inc))}
@@ -176,8 +183,7 @@ def run_chunked(
                 "elapsed_s": time.perf_counter() - t0,
                 "metrics": {k: float(np.mean(np.asarray(v)[:, -1])) for k, v in metrics.items()},
             }
-            score, rep = np.asarray(h.score[:, :queries]), np.asarray(h.report_score[:, :queries])
-            info.update(incumbent_stats(score, rep, report))
+            info.update(incumbent_stats(np.asarray(h.score), np.asarray(h.report_score), queries, report))
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)

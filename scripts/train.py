@@ -53,6 +53,11 @@ def main(argv):
 
     summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
     print(format_table(summary))
+    for label, s in summary["searchers"].items():
+        if s.get("repeated_queries"):
+            print(
+                f"WARNING: {label} queried {s['repeated_queries']} configurations twice (the space is nearly exhausted)"
+            )
     if summary["split"] == "validation":
         print("NOTE: no test split given; these are VALIDATION figures (set --config.test_data=<csv> where possible).")
     print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")

@@ -124,7 +124,9 @@ class RegularizedEvolution(Searcher):
             kids = jax.vmap(lambda kr: jax.vmap(self.space.mutate)(kr, parents))(keys)  # [M, B, N]
             return kids.reshape(m * b, -1)
 
-        rand, _ = fill_unique(k_rand, self.space, propose_random, state.seen, b)
+        rand, _ = fill_unique(
+            k_rand, self.space, propose_random, state.seen, b, fallback_rounds=0
+        )  # the proposal is uniform already
         is_init = state.num_told + jnp.arange(b) < self.num_init
         # children must also differ from the random strings a mixed batch queries
         rand_ids = jnp.where(is_init, jax.vmap(self.space.string_id)(rand), EMPTY)

@@ -304,7 +304,7 @@ def run_peer(
         if on_chunk is not None:
             info = {"chunk": c + 1, "num_chunks": len(bounds) - 1, "step": c + 1, "seeds_done": hi, "queries": q}
             info.update({"elapsed_s": time.perf_counter() - t0, "metrics": metrics})
-            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], report))
+            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], q, report))
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)

@@ -282,7 +282,7 @@ class MLPTraining(Objective):
         }
 
 
-DATASETS = ("diabetes", "boston", "naval")
+DATASETS = ("diabetes", "boston", "naval")  # spaces.benchmarks.registry.MLP_DATASETS
 
 
 def load(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2) -> MLPTraining:

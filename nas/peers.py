@@ -26,10 +26,17 @@ Protocol, identical to our searchers' (``nas.runner``):
   categorical values again); such a proposal is not queried: the peer is told
   it as a failed trial (Optuna's TPE leaves failed trials out of its Parzen
   estimators, so its model sees each configuration once) and asked again.
-  After ``max_repeats`` repeated proposals in a row a uniformly drawn unseen
-  configuration is queried instead (``space.sample``), handed to the peer as its
-  next trial (Optuna's ``enqueue_trial``), as our searchers' fallback
-  (``nas.dedup.fill_unique``). Invalid strings (``string_id < 0``) are told as
+  After ``max_repeats`` repeated proposals in a row an unseen configuration is
+  queried instead, handed to the peer as its next trial (Optuna's
+  ``enqueue_trial``): with ``fallback="mutate"`` (default) the peer's last
+  proposal with one active hyperparameter changed (``space.mutate``; mutated
+  again until unseen), with ``fallback="uniform"`` a uniform draw
+  (``space.sample``), as our searchers' fallback (``nas.dedup.fill_unique``).
+  With few "good" trials TPE's Parzen estimator is peaked and its argmax over
+  candidates is the incumbent, so on a grid it re-proposes it often (on the
+  Section VIII space most of its proposals after startup): a uniform fallback
+  turns much of its budget into random search, a mutation keeps it near its own
+  proposal. Invalid strings (``string_id < 0``) are told as
   failed trials. Counts of both go into the metrics.
 
 Tokens map to Optuna distributions one to one: an ordinal token (a numeric grid:
@@ -59,7 +66,7 @@ import numpy as np
 from nas import checkpoint
 from nas.host_loop import incumbent_stats, show_progress
 from nas.runner import INIT_FOLD, History
-from nas.searcher import SearcherOptions, check_option_names, positive
+from nas.searcher import SearcherOptions, check_option_names, one_of, positive
 from spaces.base import Space
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
@@ -73,7 +80,8 @@ class TPEOptions(SearcherOptions):
     n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
     n_ei_candidates: candidates scored by the expected-improvement ratio (24).
     multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
-    max_repeats: repeated proposals in a row before an unseen uniform configuration is queried instead.
+    max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
+    fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
     seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
     """
 
@@ -81,6 +89,7 @@ class TPEOptions(SearcherOptions):
     n_ei_candidates: int = 24
     multivariate: bool = False
     max_repeats: int = 5
+    fallback: str = "mutate"
     seeds_per_group: int = 10
 
     def check(self):
@@ -88,6 +97,7 @@ class TPEOptions(SearcherOptions):
         if self.batch_size != 1:
             raise ValueError(f"TPE proposes one configuration at a time: batch_size must be 1, got {self.batch_size}")
         positive(self, "n_ei_candidates", "max_repeats")
+        one_of(self, "fallback", ("mutate", "uniform"))
         if self.n_startup_trials < 0 or self.seeds_per_group < 0:
             raise ValueError("n_startup_trials and seeds_per_group must be >= 0")
 
@@ -208,14 +218,14 @@ def query_keys(keys: jax.Array, t: jax.Array) -> jax.Array:
 
 @functools.lru_cache(maxsize=16)
 def host_functions(space: Space) -> tuple[Callable, Callable]:
-    """Jitted ``string_id`` and ``sample`` of ``space`` (compiled once per space)."""
-    return jax.jit(space.string_id), jax.jit(space.sample)
+    """Jitted ``string_id``, ``sample`` and ``mutate`` of ``space`` (compiled once per space)."""
+    return jax.jit(space.string_id), jax.jit(space.sample), jax.jit(space.mutate)
 
 
 def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]:
     """Lockstep run of ``len(keys)`` seeds: history arrays ``[G, Q, ...]`` and mean repeat/fallback counts."""
     space, q, g = peer.space, peer.max_queries, keys.shape[0]
-    sid, sample = host_functions(space)
+    sid, sample, mutate = host_functions(space)
     props = [peer.proposer(jax.random.fold_in(k, INIT_FOLD)) for k in keys]
     seen: list[dict[int, float]] = [{} for _ in range(g)]
     out = {
@@ -235,11 +245,16 @@ def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]
                     break
                 prop.tell(trial, None)  # a repeat or an invalid string: a failed trial, which TPE ignores
                 repeats[s] += 1
-            else:  # the peer keeps proposing evaluated configurations: a uniform unseen one instead
+            else:  # the peer keeps proposing evaluated configurations: an unseen one instead (TPEOptions.fallback)
                 fallbacks[s] += 1
                 k = jax.random.fold_in(keys[s], FALLBACK_FOLD + t)
+                start = tokens
                 for r in range(10_000):
-                    tokens = np.asarray(sample(jax.random.fold_in(k, r)))
+                    kr = jax.random.fold_in(k, r)
+                    if peer.options.fallback == "mutate" and r < 1000:  # edits accumulate: a walk from the proposal
+                        tokens = np.asarray(mutate(kr, jnp.asarray(tokens if r % 10 else start)))
+                    else:
+                        tokens = np.asarray(sample(kr))
                     i = int(sid(tokens))
                     if i >= 0 and i not in seen[s]:
                         break

@@ -58,7 +58,7 @@ def run_tpe(keys, max_queries, **options):
 
 def test_tpe_queries_distinct_configurations_and_learns():
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    h = run_tpe(keys, max_queries=30, seeds_per_group=1)
+    h = run_tpe(keys, max_queries=30, seeds_per_group=1, fallback="mutate")
     sid = jax.jit(jax.vmap(jax.vmap(SPACE.string_id)))
     ids = np.asarray(sid(jnp.asarray(h.tokens)))
     assert h.score.shape == (2, 30) and np.all(ids >= 0)
@@ -71,7 +71,7 @@ def test_tpe_queries_distinct_configurations_and_learns():
 def test_tpe_checkpoint_resume_matches(tmp_path):
     """Deterministic: an interrupted run resumed from its checkpoint equals an uninterrupted one."""
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
-    peer = peers.make_peer("tpe", SPACE, max_queries=12, seeds_per_group=1)
+    peer = peers.make_peer("tpe", SPACE, max_queries=12, seeds_per_group=1, fallback="uniform")
     ckpt = str(tmp_path / "tpe.npz")
     assert peers.run_peer(peer, Bowl(), keys, ckpt_path=ckpt, progress=False, max_chunks=2) is None
     resumed = peers.run_peer(peer, Bowl(), keys, ckpt_path=ckpt, progress=False)
@@ -83,6 +83,8 @@ def test_tpe_checkpoint_resume_matches(tmp_path):
 def test_tpe_options_are_checked():
     with pytest.raises(ValueError, match="batch_size must be 1"):
         peers.make_peer_options("tpe", batch_size=4)
+    with pytest.raises(ValueError, match="fallback must be one of"):
+        peers.make_peer_options("tpe", fallback="nearest")
     with pytest.raises(ValueError, match="n_ei_candidate"):
         peers.make_peer_options("tpe", n_ei_candidate=4)
     assert peers.ordinal_tokens(SPACE) == [False, True, True, True, True]

@@ -1,7 +1,7 @@
 """Real training as an objective: B one-hidden-layer MLPs trained at once with ``vmap``.
 
 The HPO experiment of "Hyperparameter optimization with REINFORCE and
-Transformers" (Section VIII) tunes a scikit-learn-like MLP regressor
+Transformers" (Krishna, Gupta, Narayan, Rai et al., Section VIII) tunes a scikit-learn-like MLP regressor
 (``spaces.hpo.mlp_space``: learning rate, L1 and L2 penalties, hidden layer
 size, number of iterations, activation, solver, ...). ``MLPTraining.query(key,
 tokens[B, N])`` trains the B configurations of a batch in one compiled program
@@ -19,7 +19,8 @@ One configuration (``train_and_score``, vmapped by ``query``):
   instead of 6 for logistic, biases too) with the configuration's own width,
   drawn per unit from ``fold_in(key, unit)`` so that a unit's initial weights
   do not depend on the padding.
-- Activation: ``lax.switch`` over identity, logistic, tanh, relu.
+- Activation: a select over identity, logistic, tanh, relu (``activate``: under ``vmap`` a
+  ``lax.switch`` on a batched index computes every branch anyway; the select shares one sigmoid).
 - Loss (scikit-learn's ``squared_error`` with an L1 term):
   ``0.5 mean((f(x) - y)^2) + (0.5 alpha ||W||_2^2 + l1 ||W||_1) / batch_size``
   over the weights (not biases), on standardized targets.

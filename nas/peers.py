@@ -34,7 +34,7 @@ Protocol, identical to our searchers' (``nas.runner``):
   (``space.sample``), as our searchers' fallback (``nas.dedup.fill_unique``).
   With few "good" trials TPE's Parzen estimator is peaked and its argmax over
   candidates is the incumbent, so on a grid it re-proposes it often (on the
-  Section VIII space most of its proposals after startup): a uniform fallback
+  Section VIII space half to two thirds of its proposals after startup): a uniform fallback
   turns much of its budget into random search, a mutation keeps it near its own
   proposal. Invalid strings (``string_id < 0``) are told as
   failed trials. Counts of both go into the metrics.

@@ -216,6 +216,12 @@ def query_keys(keys: jax.Array, t: jax.Array) -> jax.Array:
     return jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, t), 3)[1])(keys)
 
 
+@jax.jit
+def vmapped_query(objective, keys: jax.Array, tokens: jax.Array) -> dict:
+    """Each seed's ``objective.query(keys[s], tokens[s])`` (``tokens[G, 1, N]``) in one program."""
+    return jax.vmap(objective.query)(keys, tokens)
+
+
 @functools.lru_cache(maxsize=16)
 def host_functions(space: Space) -> tuple[Callable, Callable]:
     """Jitted ``string_id``, ``sample`` and ``mutate`` of ``space`` (compiled once per space)."""
@@ -303,7 +309,7 @@ def run_peer(
     }
     state = like if ckpt_path is None else (checkpoint.load(ckpt_path, like, fprint) or like)
     state = {k: np.array(v) for k, v in state.items()}
-    query = jax.jit(jax.vmap(objective.query))
+    query = functools.partial(vmapped_query, objective)  # the objective an argument: tables are not baked in
     t0, done_now = time.perf_counter(), 0
     for c in range(len(bounds) - 1):
         lo, hi = bounds[c], bounds[c + 1]

@@ -120,7 +120,10 @@ class Space:
             return k, self.sample_unconstrained(sub)
 
         key, sub = jax.random.split(key)
-        _, tokens = jax.lax.while_loop(cond, body, (key, self.sample_unconstrained(sub)))
+        first = self.sample_unconstrained(sub)
+        if type(self).is_valid is Space.is_valid:  # a product space: every draw is valid, no loop to compile
+            return first
+        _, tokens = jax.lax.while_loop(cond, body, (key, first))
         return tokens
 
     def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:

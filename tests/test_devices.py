@@ -59,3 +59,27 @@ def test_sharded_seeds_equal_one_device(tmp_path, devices):
         out[n] = np.load(path)
     for k in out[1].files:
         np.testing.assert_array_equal(out[1][k], out[devices][k], err_msg=k)
+
+
+def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
+    """``scripts.train`` with the seeds on a mesh of 8 (fake) CPU devices gives the 1-device history bit for bit."""
+    small = ["--config.num_trials=8", "--config.max_queries=12", "--config.only=random_search", "--noprogress"]
+    runs, logs = {}, {}
+    for n in (1, 8):
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        env.pop("XLA_FLAGS", None)
+        args = ["--cpu_devices=1"]
+        if n == 8:  # the device count comes from XLA_FLAGS alone (the train command's default --cpu_devices=0)
+            env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+            args = []
+        wd = tmp_path / f"d{n}"
+        cmd = [sys.executable, "-m", "scripts.train", "--config", "configs/default.py", "--workdir", str(wd)]
+        r = subprocess.run([*cmd, *small, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        runs[n], logs[n] = np.load(wd / "history" / "random_search.npz"), r.stderr
+    assert "8 seeds split over 8 devices" in logs[8], logs[8][-2000:]
+    assert "split over" not in logs[1]
+    assert runs[1]["tokens"].shape == (8, 12, 6)
+    for k in runs[1].files:
+        if k != "entry":
+            np.testing.assert_array_equal(runs[1][k], runs[8][k], err_msg=k)

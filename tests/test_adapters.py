@@ -1,5 +1,6 @@
 """Registered searchers inside Optuna (SearcherSampler) and Ray Tune (SearcherSearch) studies."""
 
+import itertools
 import math
 import pickle
 
@@ -48,7 +49,7 @@ def test_optuna_sampler_proposes_what_the_study_proposes(optuna):
     assert [t.params for t in study.trials] == [t.params for t in ref.trials]  # same searcher, same numbers
     assert len({_key(t.params) for t in study.trials}) == 20
     assert study.best_value == ref.best_value
-    ranked = sorted(loss(dict(zip(VALUES, c))) for c in __import__("itertools").product(*VALUES.values()))
+    ranked = sorted(loss(dict(zip(VALUES, c))) for c in itertools.product(*VALUES.values()))
     assert study.best_value <= ranked[4]  # top 5 of 90 in 20 trials
     with pytest.raises(RuntimeError, match="max_queries=20 trials is spent"):
         study.optimize(lambda t: loss(_suggest_all(t)), n_trials=1)
@@ -167,7 +168,9 @@ def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
         results = tune.Tuner(
             train,
             param_space={**{k: tune.choice(v) for k, v in VALUES.items()}, "const": 7},
-            tune_config=tune.TuneConfig(search_alg=search, metric="loss", mode="min", num_samples=10),
+            tune_config=tune.TuneConfig(
+                search_alg=search, metric="loss", mode="min", num_samples=10, reuse_actors=True
+            ),
             run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
         ).fit()
     finally:

@@ -67,12 +67,14 @@ def test_optuna_one_line_switch_learns_space_failed_and_pruned(optuna):
             raise optuna.TrialPruned()
         return loss(p)
 
-    sampler = SearcherSampler("remaade", max_queries=12, seed=1)  # the one line (was TPESampler())
+    # the one line (was TPESampler()); the searcher's budget 21 - 1 startup trial = 20 runs the program
+    # compiled for the test above (the persistent compilation cache; "remaade" or "bananas" work the same)
+    sampler = SearcherSampler("regularized_evolution", max_queries=21, seed=1, **EVO)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    study.optimize(objective, n_trials=12, catch=(ValueError,))
-    assert len(study.trials) == 12
+    study.optimize(objective, n_trials=21, catch=(ValueError,))
+    assert len(study.trials) == 21
     inner = sampler.study  # the first trial is the uniform startup trial that taught the space
-    assert list(inner.space.values) == list(VALUES) and len(inner.trials) == 11
+    assert list(inner.space.values) == list(VALUES) and len(inner.trials) == 20
     for ot, st in zip(study.trials[1:], inner.trials):
         assert ot.params == st.params
         if ot.state == optuna.trial.TrialState.FAIL:
@@ -82,7 +84,7 @@ def test_optuna_one_line_switch_learns_space_failed_and_pruned(optuna):
         else:
             assert st.value == pytest.approx(ot.value)
     states = {t.state for t in study.trials}
-    assert optuna.trial.TrialState.FAIL in states and optuna.trial.TrialState.COMPLETE in states
+    assert {optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.COMPLETE} == states
 
 
 def test_optuna_batches_threads_and_ask_tell(optuna):

@@ -14,7 +14,7 @@ Results do not depend on the sharding: each seed runs the same per-seed program
 Programs with a Cholesky factorization (the GP of ``gp_bo`` and ``bananas(predictor="gp")``) split
 too: ``surrogates.linalg`` factors in plain JAX. jaxlib's batched CPU LAPACK kernel, which
 ``jnp.linalg.cholesky`` calls under ``vmap``, deadlocked in ``ParallelBatchMap`` when the seeds
-were split over 2 CPU devices (and sometimes on one), see ``docs/gp.md``.
+were split over 2 CPU devices (and sometimes on one), see ``docs/gp_linear_algebra.md``.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-BASE = 32  # columns per block (scripts/bench_bo.py --linalg_base; 16 and 32 were timed)
+BASE = 32  # columns per block: panels of 32 steps, the rest in matmuls
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 

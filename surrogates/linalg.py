@@ -124,21 +124,25 @@ def cholesky(a: jax.Array) -> jax.Array:
     return _factor(0.5 * (a + a.T), with_inverse=False)[0]
 
 
-def _block_inverse(chol):
-    """``L^-1`` of a small lower-triangular block by forward substitution on the rows of ``L X = I``."""
+def _substitute(chol, rhs, trans: bool):
+    """``L^-1 rhs`` (``L^-T rhs`` with ``trans``) for a small lower-triangular block: row-by-row
+    substitution (LAPACK's trsm order, backward stable), a ``fori_loop`` of matrix-vector products."""
     n = chol.shape[0]
-    eye, chol = jnp.eye(n, dtype=chol.dtype), jnp.tril(chol)
+    chol = jnp.tril(chol)
+    tri = chol.T if trans else chol  # solve tri x = rhs; tri upper with trans (rows from the last)
 
-    def row(i, inv):  # rows of X from i on are still zero, so chol[i] @ inv uses rows < i only
-        return inv.at[i].set((eye[i] - _mm(chol[i], inv)) / chol[i, i])
+    def row(k, x):  # rows of x not yet solved are zero, so tri[i] @ x uses the solved ones only
+        i = n - 1 - k if trans else k
+        return x.at[i].set((rhs[i] - _mm(tri[i], x)) / tri[i, i])
 
-    return jax.lax.fori_loop(0, n, row, jnp.zeros_like(chol))
+    return jax.lax.fori_loop(0, n, row, jnp.zeros_like(rhs))
 
 
 def solve_triangular(chol: jax.Array, b: jax.Array, *, trans: bool = False) -> jax.Array:
     """``L^-1 b`` (or ``L^-T b`` with ``trans``) for lower-triangular ``L``; ``b`` is ``[n]`` or ``[n, m]``.
 
-    Blocked substitution: ``x_J = L_JJ^-1 (b_J - L_J,<J x_<J)`` (transposed: from the last block up).
+    Blocked substitution: ``L_JJ x_J = b_J - L_J,<J x_<J`` (transposed: from the last block up), the
+    off-diagonal blocks in matmuls, the diagonal blocks by row substitution.
     """
     _check_square("solve_triangular", chol)
     if b.shape[0] != chol.shape[0]:
@@ -153,8 +157,7 @@ def solve_triangular(chol: jax.Array, b: jax.Array, *, trans: bool = False) -> j
             rhs = rhs - _mm(chol[j1:, j0:j1].T, jnp.concatenate([xs[s] for s in starts if s >= j1]))
         if not trans and j0 > 0:
             rhs = rhs - _mm(chol[j0:j1, :j0], jnp.concatenate([xs[s] for s in starts if s < j0]))
-        inv = _block_inverse(chol[j0:j1, j0:j1])
-        xs[j0] = _mm(inv.T if trans else inv, rhs)
+        xs[j0] = _substitute(chol[j0:j1, j0:j1], rhs, trans)
     return jnp.concatenate([xs[s] for s in starts])
 
 

@@ -48,7 +48,7 @@ from nas.searcher import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(5), 4)
-gp = make_searcher("gp_bo", bench.space, max_queries=40, gp_steps=20, num_candidates=20, bucket_multiple=16)
+gp = make_searcher("gp_bo", bench.space, max_queries=20, gp_steps=5, num_candidates=10, bucket_multiple=16)
 h = run_chunked(gp, bench, keys, progress=False)
 assert len(h.score.sharding.device_set) == min(int(sys.argv[1]), 4), h.score.sharding
 np.savez(sys.argv[2], gp=np.asarray(h.tokens), gp_v=np.asarray(h.score))

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.linalg
 
 from surrogates import linalg as la
 
@@ -50,6 +51,76 @@ def test_factor_and_solves_match_float64_numpy(n):
     assert np.all(np.triu(out["chol"], 1) == 0) and np.all(np.triu(out["inv"], 1) == 0)
 
 
+def _kernel_matrix(n, seed, jitter):
+    """An ill-conditioned GP Gram matrix: RBF on close 1-d points (cond ~1/jitter) plus jitter."""
+    x = np.sort(np.random.default_rng(seed).uniform(0, 1, n))
+    return np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.3**2) + jitter * np.eye(n)
+
+
+@pytest.mark.parametrize("n,jitter", [(37, 1e-6), (100, 1e-10)])
+def test_ill_conditioned_with_jitter_matches_numpy_in_float64(n, jitter):
+    """The algorithm in float64 (jax x64 mode) equals LAPACK via numpy to float64 rounding."""
+    a = _kernel_matrix(n, seed=n, jitter=jitter)
+    b = np.random.default_rng(2).normal(size=(n, 2))
+    cond, eps = np.linalg.cond(a), np.finfo(np.float64).eps
+    assert cond > 0.1 / jitter  # really ill-conditioned
+    with jax.enable_x64(True):
+        chol, inv = jax.tree.map(np.asarray, jax.jit(la.cholesky_with_inverse)(jnp.asarray(a)))
+        sol = np.asarray(jax.jit(la.cho_solve)(jnp.asarray(chol), jnp.asarray(b)))
+    assert chol.dtype == np.float64
+    want = np.linalg.cholesky(a)
+    # backward stable: L L^T = A to n eps |A|; forward: L equals LAPACK's L to cond(A) eps
+    assert np.max(np.abs(chol @ chol.T - a)) < 10 * n * eps
+    assert np.max(np.abs(chol - want)) < 10 * cond * eps
+    # L^-1: L X - I within n cond(L) eps (cond(L) = cond(A)^(1/2)); X L - I as LAPACK's trsm (scipy)
+    assert np.max(np.abs(chol @ inv - np.eye(n))) < 10 * n * np.sqrt(cond) * eps
+    ref_inv = scipy.linalg.solve_triangular(want, np.eye(n), lower=True)
+    assert np.max(np.abs(inv @ chol - np.eye(n))) < 10 * np.max(np.abs(ref_inv @ want - np.eye(n)))
+    # cho_solve (blocked substitution): residual as small as LAPACK's potrs (scipy) on numpy's factor
+    ref = scipy.linalg.cho_solve((want, True), b)
+    resid = np.max(np.abs(a @ sol - b)) / np.max(np.abs(b))
+    ref_resid = np.max(np.abs(a @ ref - b)) / np.max(np.abs(b))
+    assert resid < 10 * max(ref_resid, n * eps), (resid, ref_resid)
+    # A^-1 b through M = L^-1 (the GP's alpha): the forward error of a backward-stable solve, cond(A) eps
+    assert np.max(np.abs(inv.T @ (inv @ b) - ref)) < 10 * cond * eps * np.max(np.abs(ref))
+    assert np.max(np.abs(sol - ref)) < 10 * cond * eps * np.max(np.abs(ref))
+
+
+def test_ill_conditioned_with_jitter_in_float32_is_backward_stable():
+    """float32 (as the GP runs): the factor of an ill-conditioned Gram matrix with jitter is finite,
+    ``L L^T`` equals ``A`` to float32 rounding, and the NLL equals numpy's float64 value."""
+    n = 100
+    a = _kernel_matrix(n, seed=1, jitter=1e-4)
+    y = np.random.default_rng(3).normal(size=n)
+    chol = np.asarray(jax.jit(la.cholesky)(jnp.float32(a)), np.float64)
+    assert np.all(np.isfinite(chol))
+    assert np.max(np.abs(chol @ chol.T - a)) < 10 * n * np.finfo(np.float32).eps
+    value = float(jax.jit(la.gaussian_nll)(jnp.float32(a), jnp.float32(y), jnp.ones(n, bool)))
+    want = _np_nll(a, y)
+    # y^T K^-1 y ~ 1e4 here: float32 relative accuracy times cond(K)^(1/2)
+    assert value == pytest.approx(want, rel=1e-2)
+
+
+def test_gp_programs_have_no_lapack_call():
+    """The vmapped GP fit and posterior lower to plain HLO: no LAPACK custom call that could hang."""
+    from surrogates import gp as gpm
+
+    cfg = gpm.GPConfig(kernel="hamming", fit_steps=2)
+    x = jnp.zeros((3, 40, 6))
+    y = jnp.zeros((3, 40))
+    mask = jnp.ones((3, 40), bool)
+
+    def fit_and_predict(key, x, y, mask):
+        params = gpm.fit_gp(x, y, mask, cfg)
+        return gpm.gp_posterior(params, x[:5], cfg), gpm.gp_posterior_sample(key, params, x[:5], cfg)
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    text = jax.jit(jax.vmap(fit_and_predict)).lower(keys, x, y, mask).as_text()
+    assert "custom_call" not in text, [line for line in text.splitlines() if "custom_call" in line][:3]
+    # the check can fail: jnp.linalg.cholesky lowers to a LAPACK custom call on the CPU
+    assert "lapack" in jax.jit(jax.vmap(jnp.linalg.cholesky)).lower(jnp.ones((3, 4, 4))).as_text()
+
+
 def _np_nll(k, y):
     sign, logdet = np.linalg.slogdet(k)
     assert sign > 0
@@ -91,7 +162,11 @@ def test_hyperparameter_gradient_matches_finite_differences():
         return xp.exp(theta[1]) * xp.exp(-d / xp.exp(theta[0])) + xp.exp(theta[2]) * xp.eye(30)
 
     theta = np.array([0.7, 0.2, -2.0])
-    g = jax.jit(jax.grad(lambda t: la.gaussian_nll(gram(t, jnp).astype(jnp.float32), jnp.float32(y), jnp.ones(30, bool))))
+
+    def nll(t):
+        return la.gaussian_nll(gram(t, jnp).astype(jnp.float32), jnp.float32(y), jnp.ones(30, bool))
+
+    g = jax.jit(jax.grad(nll))
     g = np.asarray(g(jnp.asarray(theta, jnp.float32)))
     for i in range(3):
         e = np.eye(3)[i] * 1e-6

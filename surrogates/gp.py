@@ -14,7 +14,7 @@ posterior variance are exactly those of the ``n = sum(mask)`` real rows, and the
 term counts real rows only: padded rows do not change the likelihood (tested).
 
 Linear algebra (``surrogates.linalg``): the Cholesky factor, its inverse and the likelihood are
-plain JAX (blocked recursion on matmuls, no LAPACK custom call: jaxlib's batched CPU LAPACK kernel
+plain JAX on every backend (blocked Cholesky in matmuls, no LAPACK custom call: jaxlib's batched CPU LAPACK kernel
 deadlocked under ``vmap`` over seeds), and the likelihood's gradient is R&W eq. 5.9,
 ``dNLL/dK = 1/2 (K^-1 - alpha alpha^T)``, a custom VJP instead of differentiating the factorization.
 

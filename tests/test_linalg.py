@@ -97,8 +97,8 @@ def test_ill_conditioned_with_jitter_in_float32_is_backward_stable():
     assert np.max(np.abs(chol @ chol.T - a)) < 10 * n * np.finfo(np.float32).eps
     value = float(jax.jit(la.gaussian_nll)(jnp.float32(a), jnp.float32(y), jnp.ones(n, bool)))
     want = _np_nll(a, y)
-    # y^T K^-1 y ~ 1e4 here: float32 relative accuracy times cond(K)^(1/2)
-    assert value == pytest.approx(want, rel=1e-2)
+    # cond(K) ~ 6e5, y^T K^-1 y ~ 1e6: measured 7e-4 relative (LAPACK in float32: 1e-4)
+    assert value == pytest.approx(want, rel=2e-3)
 
 
 def test_gp_programs_have_no_lapack_call():

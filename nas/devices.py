@@ -20,12 +20,10 @@ CPU, on the cores of a CPU host, on the GPUs of one host, and across hosts:
 spans them, ``shard_seeds`` builds the global arrays from each process's (identical) host copy,
 and ``gather_seeds`` brings a sharded result back to every process. See docs/scale.md.
 
-Known limit: a program with a batched CPU LAPACK call (the GP's Cholesky in ``gp_bo`` and
-``bananas(predictor="gp")``) deadlocked in jaxlib's ``ParallelBatchMap`` when the seeds were
-split over 2 CPU devices (gdb: the LAPACK kernel waits on tasks the idle pool never runs). Such
-searchers say ``splits_over_devices = False`` and the runners keep them on one device. The hang
-also happened on one device (2 of about 10 GP-BO runs of 100 seeds; resuming from the
-checkpoint got through), so the root cause is in the LAPACK kernel, not in the split.
+Programs with a Cholesky factorization (the GP of ``gp_bo`` and ``bananas(predictor="gp")``) split
+too: ``surrogates.linalg`` factors in plain JAX. jaxlib's batched CPU LAPACK kernel, which
+``jnp.linalg.cholesky`` calls under ``vmap``, deadlocked in ``ParallelBatchMap`` when the seeds
+were split over 2 CPU devices (and sometimes on one), see ``docs/gp_linear_algebra.md``.
 """
 
 from __future__ import annotations
@@ -140,8 +138,8 @@ def gather_seeds(tree):
 
 def shard_keys(searcher, keys):
     """The seed keys of a run of ``searcher``, split over the devices unless the searcher says it
-    must stay on one (``splits_over_devices = False``, e.g. GP predictors; see above). The state
-    that ``jit`` computes from the keys follows their placement."""
+    must stay on one (``splits_over_devices = False``; every registered searcher splits). The
+    state that ``jit`` computes from the keys follows their placement."""
     if not searcher.splits_over_devices:
         return keys
     return shard_seeds(keys, keys.shape[0])

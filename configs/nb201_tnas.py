@@ -43,7 +43,7 @@ def get_config(arg=None):
     config.meta = ml_collections.ConfigDict(
         {
             "seed": 0,
-            "outer_steps": 600,
+            "outer_steps": 300,
             "chunk_steps": 50,
             "inner_steps": 5,
             "batch_size": 64,
@@ -61,7 +61,15 @@ def get_config(arg=None):
         tnas={"name": "tnas", "params_file": params},
         tnas_no_meta={"name": "tnas", "params_file": ""},
         tnas_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
-        gp_bo={"name": "gp_bo", "kernel": "matern52", "acquisition": "ucb", "acq_opt": "random", "num_random": 1000},
+        gp_bo={
+            "name": "gp_bo",
+            "batch_size": 1,
+            "num_init": 5,
+            "kernel": "matern52",
+            "acquisition": "ucb",
+            "acq_opt": "random",
+            "num_random": 1000,
+        },
         random_search={"name": "random_search"},
     )
     return config

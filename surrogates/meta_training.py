@@ -25,6 +25,8 @@ from surrogates.deep_kernel import DeepKernelConfig, arch_inputs, init_params
 from surrogates.meta_params import load_params, save_params
 from surrogates.reptile import MetaData, ReptileConfig, meta_steps
 
+_meta_steps = jax.jit(meta_steps, static_argnums=(4, 5, 6))  # one compile per shape and settings, per process
+
 
 def source_tasks(suite: Sequence[str], target: str) -> list[str]:
     """The suite without the target; ``ValueError`` when the target is not one of the suite's tasks."""
@@ -98,17 +100,17 @@ def meta_train(
     start = 0
     if os.path.exists(out_path):
         w, old_model, old_meta, _, start = load_params(out_path)
-        if old_model != dk_cfg or {k: old_meta.get(k) for k in meta} != meta:
+        fixed = [k for k in meta if k != "outer_steps"]  # more outer steps may be asked for; nothing else may change
+        if old_model != dk_cfg or any(old_meta.get(k) != meta[k] for k in fixed):
             raise ValueError(f"{out_path} was meta-trained with other settings; use a new --workdir or delete it")
         if progress:
             print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
     else:
         w = init_params(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], data.features[:2])
-    step_fn = jax.jit(meta_steps, static_argnums=(4, 5, 6))
     began = time.time()
     while start < outer_steps:
         num = min(chunk_steps, outer_steps - start)
-        w, losses, tasks = step_fn(jax.random.fold_in(key, 2), w, data, jnp.int32(start), num, rep_cfg, dk_cfg)
+        w, losses, tasks = _meta_steps(jax.random.fold_in(key, 2), w, data, jnp.int32(start), num, rep_cfg, dk_cfg)
         start += num
         save_params(out_path, w, dk_cfg, meta, design, start)
         info = {

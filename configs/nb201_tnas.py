@@ -63,8 +63,9 @@ def get_config(arg=None):
         tnas_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
         gp_bo={
             "name": "gp_bo",
-            "batch_size": 1,
+            "batch_size": 5,
             "num_init": 5,
+            "gp_steps": 50,
             "kernel": "matern52",
             "acquisition": "ucb",
             "acq_opt": "random",

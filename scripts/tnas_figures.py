@@ -17,7 +17,7 @@ import os
 import numpy as np
 from absl import app, flags
 
-_RUNS = flags.DEFINE_string("runs", None, "Comma-separated target:workdir pairs.")
+_RUNS = flags.DEFINE_string("runs", None, "Comma-separated target:workdir[+workdir...] pairs.")
 _OUT = flags.DEFINE_string("out", "tnas.png", "Output PNG.")
 _AT = flags.DEFINE_string("at", "5,10,20,30,50,100", "Budgets of the printed tables.")
 flags.mark_flag_as_required("runs")
@@ -34,12 +34,13 @@ def incumbent_error(score: np.ndarray, report: np.ndarray) -> np.ndarray:
 def load_runs(spec: str) -> dict[str, dict[str, np.ndarray]]:
     runs = {}
     for item in spec.split(","):
-        target, folder = item.split(":", 1)
-        hist = os.path.join(folder, "history")
+        target, folders = item.split(":", 1)
         runs[target] = {}
-        for f in sorted(os.listdir(hist)):
-            with np.load(os.path.join(hist, f)) as d:
-                runs[target][f[:-4]] = incumbent_error(d["score"], d["report_score"])
+        for folder in folders.split("+"):  # several workdirs of one target: their searchers together
+            hist = os.path.join(folder, "history")
+            for f in sorted(os.listdir(hist)):
+                with np.load(os.path.join(hist, f)) as d:
+                    runs[target][f[:-4]] = incumbent_error(d["score"], d["report_score"])
     return runs
 
 

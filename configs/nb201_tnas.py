@@ -9,8 +9,9 @@ on the sources, then search the target with the meta-learned kernel against the 
 (the same for cifar100 and imagenet16). ``scripts.train`` reads the parameters from
 ``/tmp/nasjax_tnas/<target>/tnas_params.npz`` (``--config.searchers.tnas.params_file=...`` to change it).
 Searchers: ``tnas`` (meta-learned kernel, top-5 source design, EI), ``tnas_no_meta`` (nothing meta-learned:
-a randomly initialized deep kernel and a random initial design), ``tnas_random_init`` (meta-learned kernel, random initial design),
-``gp_bo`` (Matern-5/2 GP from scratch with UCB, as the paper's GP baseline) and random search.
+a randomly initialized deep kernel and a random initial design), ``tnas_random_init`` (meta-learned
+kernel, random initial design), ``gp_bo`` (Matern-5/2 GP from scratch with UCB, as the paper's GP
+baseline, in batches of 5) and random search.
 """
 
 import dataclasses

@@ -8,4 +8,5 @@ from nas.searchers import (  # noqa: F401
     reacts,
     regularized_evolution,
     remaade,
+    tnas,
 )

@@ -1,0 +1,77 @@
+"""TNAS on NAS-Bench-201, leave one task out (Shala, Elsken, Hutter & Grabocka, 2023). The argument names
+the target (cifar10, cifar100 or imagenet16); the other two tables are the source tasks. First meta-train
+on the sources, then search the target with the meta-learned kernel against the baselines:
+
+    python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10 --workdir /tmp/nasjax_tnas/cifar10
+    python -m scripts.train --config configs/nb201_tnas.py:cifar10 --workdir /tmp/tnas_c10 \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+
+(the same for cifar100 and imagenet16). ``scripts.train`` reads the parameters from
+``/tmp/nasjax_tnas/<target>/tnas_params.npz`` (``--config.searchers.tnas.params_file=...`` to change it).
+Searchers: ``tnas`` (meta-learned kernel, top-5 source design, EI), ``tnas_no_meta`` (nothing meta-learned:
+a randomly initialized deep kernel and a random initial design), ``tnas_random_init`` (meta-learned
+kernel, random initial design), ``gp_bo`` (Matern-5/2 GP from scratch with UCB, as the paper's GP
+baseline, in batches of 5) and random search.
+"""
+
+import dataclasses
+
+import ml_collections
+
+from configs import default
+from nas.experiment_config import searcher_configs
+from surrogates.deep_kernel import DeepKernelConfig
+
+TARGETS = ("cifar10", "cifar100", "imagenet16")
+META_ROOT = "/tmp/nasjax_tnas"  # meta_train --workdir default location used by the searcher entries
+
+
+def model_config() -> ml_collections.ConfigDict:
+    fields = dataclasses.asdict(DeepKernelConfig(arch_encoder="dag", num_features=30))
+    fields["xi_hidden"] = list(fields["xi_hidden"])
+    return ml_collections.ConfigDict(fields)
+
+
+def get_config(arg=None):
+    target = arg or "cifar10"
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r}: choose one of {TARGETS}")
+    config = default.get_config()
+    config.benchmark = f"nb201/{target}"
+    config.num_trials = 10
+    config.max_queries = 100
+    config.suite = ",".join(f"nb201/{t}" for t in TARGETS)
+    config.meta = ml_collections.ConfigDict(
+        {
+            "seed": 0,
+            "outer_steps": 300,
+            "chunk_steps": 50,
+            "inner_steps": 5,
+            "batch_size": 64,
+            "inner_lr": 1e-3,
+            "inner_optimizer": "adam",
+            "outer_lr": 0.5,
+            "set_min": 5,
+            "set_max": 64,
+            "init_design": 5,
+        }
+    )
+    config.model = model_config()
+    params = f"{META_ROOT}/{target}/tnas_params.npz"
+    config.searchers = searcher_configs(
+        tnas={"name": "tnas", "params_file": params},
+        tnas_no_meta={"name": "tnas", "params_file": ""},
+        tnas_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
+        gp_bo={
+            "name": "gp_bo",
+            "batch_size": 5,
+            "num_init": 5,
+            "gp_steps": 50,
+            "kernel": "matern52",
+            "acquisition": "ucb",
+            "acq_opt": "random",
+            "num_random": 1000,
+        },
+        random_search={"name": "random_search"},
+    )
+    return config

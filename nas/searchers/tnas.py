@@ -1,0 +1,181 @@
+"""TNAS: Bayesian optimization with a meta-learned deep-kernel GP (Shala, Elsken, Hutter & Grabocka, 2023,
+"Transfer NAS with meta-learned Bayesian surrogates", Sections 3.1-3.3 and Appendix C).
+
+Meta-test loop: query an initial design (the top-``num_init`` strings of the source tasks, stored in
+the parameters file by ``scripts.meta_train``, or random strings), then every step
+
+1. fine-tune the meta-learned kernel parameters on the target's observations so far
+   (``finetune_steps`` Adam steps on the marginal likelihood, eq. 3, always from the meta-learned ``w``);
+   the dataset encoder phi reads the same observations (``surrogates.set_encoder``);
+2. compute the GP posterior (eqs. 1-2) of EVERY unqueried string of the space (exhaustive acquisition,
+   as the paper does on NAS-Bench-201) and query the ``batch_size`` best by EI or UCB.
+
+The architecture encoder psi stays at its meta-learned value during meta-test: its encoding of every
+string of the space is computed once when the searcher is built, so a step costs one pass of the small
+MLP xi over the space instead of one of the graph encoder (phi, xi and the kernel are fine-tuned).
+
+Options (``TNASOptions``): ``params_file`` (``""``: a randomly initialized kernel, no meta-learning and
+no source design), ``meta_learned`` (False: the file's model and design with random weights, the
+"TNAS without meta-learning" ablation), ``initial_design`` (``auto | top | random``), ``num_init``,
+``acquisition`` (``ei | ucb``), ``beta``, ``finetune_steps``, ``finetune_lr``, ``init_seed``.
+
+State: the queried strings, scores, their psi encodings and the ``nas.dedup`` set; one program
+(data padded to the budget), so it runs unchanged in ``lax.scan`` and under ``vmap``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from nas.dedup import Seen, fill_unique, seen_add, seen_contains, seen_init
+from nas.searcher import Searcher, SearcherOptions, one_of, positive, register
+from surrogates import deep_kernel as dk
+from surrogates.acquisition import acquisition_scores
+from surrogates.meta_params import load_params
+from surrogates.meta_training import all_strings
+
+DESIGNS = ("auto", "top", "random")
+TNAS_ACQUISITIONS = ("ei", "ucb")
+
+
+@dataclasses.dataclass(frozen=True)
+class TNASOptions(SearcherOptions):
+    """See the module docstring. ``num_init`` must be a multiple of ``batch_size`` and below the budget."""
+
+    params_file: str = ""
+    meta_learned: bool = True
+    initial_design: str = "auto"
+    num_init: int = 5
+    acquisition: str = "ei"
+    beta: float = 0.5
+    finetune_steps: int = 10
+    finetune_lr: float = 1e-3
+    init_seed: int = 0
+
+    def check(self):
+        super().check()
+        positive(self, "num_init")
+        one_of(self, "initial_design", DESIGNS)
+        one_of(self, "acquisition", TNAS_ACQUISITIONS)
+        if self.num_init % self.batch_size:
+            raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
+        if self.num_init >= self.max_queries:
+            raise ValueError(f"num_init ({self.num_init}) must be below max_queries ({self.max_queries})")
+        if self.finetune_steps < 0:
+            raise ValueError(f"finetune_steps must be >= 0, got {self.finetune_steps}")
+
+
+@struct.dataclass
+class TNASState:
+    tokens: jax.Array  # int32[C, N] queried strings
+    scores: jax.Array  # f32[C] (-inf: empty or failed)
+    z_arch: jax.Array  # f32[C, L] psi of each queried string
+    count: jax.Array  # int32[]
+    seen: Seen
+
+
+@register("tnas")
+class TNAS(Searcher):
+    Options = TNASOptions
+    splits_over_devices = False  # a GP (batched CPU Cholesky): see nas.searchers.bo
+
+    def setup(self):
+        o, space = self.options, self.space
+        design = None
+        if o.params_file:
+            w, cfg, meta, design, _ = load_params(o.params_file)
+            if meta.get("space") != space.name:
+                raise ValueError(f"{o.params_file} was meta-trained on space {meta.get('space')!r}, not {space.name!r}")
+        else:
+            enc = "dag" if space.name == "nb201" else "mlp"
+            cfg, w = dk.DeepKernelConfig(arch_encoder=enc, num_features=space.feature_dim("onehot")), None
+        kind = o.initial_design if o.initial_design != "auto" else ("top" if design is not None else "random")
+        if kind == "top" and (design is None or len(design) < o.num_init):
+            have = 0 if design is None else len(design)
+            raise ValueError(
+                f"initial_design 'top' needs {o.num_init} source strings from a params_file (have {have}); "
+                "give params_file or set initial_design='random'"
+            )
+        tokens = all_strings(space)
+        if o.max_queries > len(tokens):
+            raise ValueError(f"max_queries ({o.max_queries}) exceeds the {len(tokens)} strings of {space.name!r}")
+        arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(tokens))
+        feats = jax.vmap(lambda t: space.features(t, "onehot"))(jnp.asarray(tokens))
+        if w is None or not o.meta_learned:
+            w = dk.init_params(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], feats[:2])
+        self.cfg, self.w, self.design_kind = cfg, w, kind
+        self.design = None if design is None else np.asarray(design[: o.num_init], np.int32)
+        self.all_tokens = tokens
+        self.all_ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
+        self.all_z = np.asarray(jax.jit(lambda p, x: dk.arch_embeddings(p, cfg, x))(w, arch_x))
+        self.all_feats = np.asarray(feats)
+
+    @property
+    def capacity(self) -> int:
+        return self.num_steps * self.batch_size
+
+    def init(self, key):
+        del key
+        c, n = self.capacity, self.space.num_tokens
+        return TNASState(
+            tokens=jnp.zeros((c, n), jnp.int32),
+            scores=jnp.full((c,), -jnp.inf, jnp.float32),
+            z_arch=jnp.zeros((c, self.cfg.arch_dim), jnp.float32),
+            count=jnp.int32(0),
+            seen=seen_init(c),
+        )
+
+    def _initial(self, key, state):
+        if self.design_kind == "top":
+            idx = jnp.clip(state.count + jnp.arange(self.batch_size), 0, self.options.num_init - 1)
+            return jnp.asarray(self.design)[idx]
+
+        def propose(k):
+            return jax.vmap(self.space.sample)(jax.random.split(k, max(2 * self.batch_size, 16)))
+
+        tokens, _ = fill_unique(key, self.space, propose, state.seen, self.batch_size, fallback_rounds=0)
+        return tokens
+
+    def _model(self, key, state):
+        o, cfg = self.options, self.cfg
+        mask = (jnp.arange(self.capacity) < state.count) & jnp.isfinite(state.scores)
+        y = jnp.where(mask, state.scores, 0.0)
+        feats = jax.vmap(lambda t: self.space.features(t, "onehot"))(state.tokens)
+        data = (state.z_arch, y, mask)
+        set_args = (feats, y, mask)
+        w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, psi_given=True)
+        mean, std = dk.posterior(w, cfg, *data, jnp.asarray(self.all_z), *set_args, psi_given=True)
+        best = jnp.max(jnp.where(mask, state.scores, -jnp.inf))
+        acq = acquisition_scores(o.acquisition, key, mean, std, best, None, o.beta)
+        ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids)) & jnp.isfinite(acq)
+        # ties (EI underflows to 0 far from the data) go to the higher mean, then to the lower index
+        _, top = jax.lax.top_k(jnp.where(ok, acq + 1e-12 * jax.nn.sigmoid(mean - best), -jnp.inf), self.batch_size)
+        return jnp.asarray(self.all_tokens)[top]
+
+    def ask(self, key, state):
+        k_init, k_model = jax.random.split(key)
+        tokens = jax.lax.cond(
+            state.count < self.options.num_init,
+            lambda: self._initial(k_init, state),
+            lambda: self._model(k_model, state),
+        )
+        return tokens, state
+
+    def tell(self, key, tokens, scores, state):
+        del key
+        start = state.count
+        arch_x = jax.vmap(lambda t: dk.arch_inputs(self.cfg, self.space, t))(tokens)
+        z = dk.arch_embeddings(self.w, self.cfg, arch_x)
+        new = TNASState(
+            tokens=jax.lax.dynamic_update_slice(state.tokens, tokens.astype(jnp.int32), (start, 0)),
+            scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
+            z_arch=jax.lax.dynamic_update_slice(state.z_arch, z.astype(jnp.float32), (start, 0)),
+            count=start + tokens.shape[0],
+            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
+        )
+        return new, {}

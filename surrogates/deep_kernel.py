@@ -1,0 +1,217 @@
+"""The deep-kernel GP of TNAS (Shala, Elsken, Hutter & Grabocka, 2023, "Transfer NAS with meta-learned
+Bayesian surrogates", Section 3.1-3.3).
+
+Kernel between architecture ``x`` on task ``D`` and ``x'`` on task ``D'`` (the paper's eq. under
+"Putting it all together", eq. 2 in this library's docs):
+
+    k(x, D, x', D'; w) = k_M52( xi([psi(x), phi(D)]), xi([psi(x'), phi(D')]); w_k )
+
+- ``psi``: architecture encoder (``surrogates.arch_encoders``: bidirectional D-VAE DAG encoder for cells,
+  MLP on the one-hot encoding for flat spaces);
+- ``phi``: dataset encoder (``surrogates.set_encoder``: a Set Transformer over the task's observed
+  (encoding, score) pairs; optional: ``use_dataset_encoder=False`` drops it, the ablation "none");
+- ``xi``: an MLP on the concatenation; ``k_M52`` the Matern-5/2 kernel with amplitude and length scale.
+
+GP (eq. 3): targets standardized over the real rows; ``K = k(X, X) + s_n^2 I``; the negative log marginal
+likelihood ``1/2 y^T K^-1 y + 1/2 log|K| + n/2 log 2 pi`` (eq. 3 up to the factor 1/2 and the constant).
+Data come padded to ``P`` rows with ``mask[P]``; padded rows get an identity block of ``K`` and zero
+targets, so the likelihood and posterior are those of the real rows (as ``surrogates.gp``).
+
+Parameters ``w`` are one pytree ``{"net": flax params of psi, phi, xi, "kernel": {log_ls, log_amp,
+log_noise}}``, so REPTILE (``surrogates.reptile``) and fine-tuning treat all of ``w`` alike.
+
+Linear algebra goes through ``cholesky`` and ``solve_lower`` below (``jnp.linalg.cholesky`` and
+``jax.scipy.linalg.solve_triangular``): the one place to swap in another Cholesky.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from surrogates.arch_encoders import NB201_NUM_TYPES, DAGEncoder, MLPEncoder, nb201_adjacency, nb201_node_types
+from surrogates.set_encoder import SetEncoder
+
+ARCH_ENCODERS = ("dag", "mlp")
+
+
+# -- the swap point for the Cholesky factorization ---------------------------------------------------
+def cholesky(a: jax.Array) -> jax.Array:
+    return jnp.linalg.cholesky(a)
+
+
+def solve_lower(chol: jax.Array, b: jax.Array) -> jax.Array:
+    return jax.scipy.linalg.solve_triangular(chol, b, lower=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeepKernelConfig:
+    """Static shape of the deep kernel (hashable: it is closed over by compiled code).
+
+    Attributes:
+      arch_encoder: ``"dag"`` (NB201 op DAG, D-VAE encoder) or ``"mlp"`` (one-hot MLP).
+      num_features: length of the one-hot encoding (MLP input and set-element features).
+      hidden, arch_dim: psi's hidden width and output size L.
+      use_dataset_encoder: include phi (False: ``xi(psi(x))``, the "no dataset encoder" ablation).
+      set_dim, set_inducing, set_heads, set_blocks, set_dim_out: phi's width, inducing points, heads,
+        ISAB blocks and output size K.
+      xi_hidden, out_dim: xi's hidden layers and output size M.
+      min_noise, jitter: noise variance floor (standardized units) and diagonal jitter.
+    """
+
+    arch_encoder: str = "dag"
+    num_features: int = 30
+    hidden: int = 32
+    arch_dim: int = 16
+    use_dataset_encoder: bool = True
+    set_dim: int = 32
+    set_inducing: int = 8
+    set_heads: int = 4
+    set_blocks: int = 2
+    set_dim_out: int = 16
+    xi_hidden: tuple[int, ...] = (64, 64)
+    out_dim: int = 16
+    min_noise: float = 1e-4
+    jitter: float = 1e-6
+
+    def __post_init__(self):
+        if self.arch_encoder not in ARCH_ENCODERS:
+            raise ValueError(f"arch_encoder must be one of {list(ARCH_ENCODERS)}, got {self.arch_encoder!r}")
+        object.__setattr__(self, "xi_hidden", tuple(int(h) for h in self.xi_hidden))
+
+
+def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
+    """psi's input for one string: NB201 node types (``"dag"``) or the one-hot encoding (``"mlp"``)."""
+    if cfg.arch_encoder == "dag":
+        if getattr(space, "name", "") != "nb201":
+            raise ValueError(f"the DAG encoder is implemented for NAS-Bench-201 cells only, not {space.name!r}")
+        return nb201_node_types(tokens)
+    return space.features(tokens, "onehot")
+
+
+class DeepKernelNet(nn.Module):
+    """``xi([psi(x), phi(D)])`` for a batch of architectures of ONE task: f32[M, out_dim].
+
+    ``psi_only`` returns ``psi(x)``; ``head`` maps precomputed ``psi(x)`` through phi and xi (meta-test
+    keeps psi fixed and computes it once for every string of the space).
+    """
+
+    cfg: DeepKernelConfig
+
+    def setup(self):
+        c = self.cfg
+        if c.arch_encoder == "dag":
+            self.psi = DAGEncoder(nb201_adjacency(), NB201_NUM_TYPES, c.hidden, c.arch_dim)
+        else:
+            self.psi = MLPEncoder(c.hidden, c.arch_dim)
+        if c.use_dataset_encoder:
+            self.phi = SetEncoder(c.set_dim, c.set_inducing, c.set_heads, c.set_blocks, c.set_dim_out)
+        self.xi = [nn.Dense(h) for h in c.xi_hidden] + [nn.Dense(c.out_dim)]
+
+    def __call__(self, arch_x, set_features, set_scores, set_mask):
+        return self.head(self.psi(arch_x), set_features, set_scores, set_mask)
+
+    def psi_only(self, arch_x):
+        return self.psi(arch_x)
+
+    def head(self, z, set_features, set_scores, set_mask):
+        if self.cfg.use_dataset_encoder:
+            d = self.phi(set_features, set_scores, set_mask)
+            z = jnp.concatenate([z, jnp.broadcast_to(d, (z.shape[0], d.shape[0]))], axis=-1)
+        for layer in self.xi[:-1]:
+            z = nn.relu(layer(z))
+        return self.xi[-1](z)
+
+
+def init_params(key: jax.Array, cfg: DeepKernelConfig, arch_x: jax.Array, set_features: jax.Array) -> dict:
+    """Random ``w``; ``arch_x`` / ``set_features`` are example inputs (one task) fixing the shapes."""
+    s = set_features.shape[0]
+    net = DeepKernelNet(cfg).init(key, arch_x, set_features, jnp.zeros((s,)), jnp.ones((s,), bool))
+    kernel = {"log_ls": jnp.float32(0.0), "log_amp": jnp.float32(0.0), "log_noise": jnp.log(jnp.float32(0.1))}
+    return {"net": net, "kernel": kernel}
+
+
+def arch_embeddings(w, cfg: DeepKernelConfig, arch_x: jax.Array) -> jax.Array:
+    """``psi(x)`` f32[M, arch_dim]."""
+    return DeepKernelNet(cfg).apply(w["net"], arch_x, method=DeepKernelNet.psi_only)
+
+
+def embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given: bool = False):
+    """``xi([psi(x), phi(D)])``; with ``psi_given`` (static) ``arch_x`` already holds ``psi(x)``."""
+    net = DeepKernelNet(cfg)
+    if psi_given:
+        return net.apply(w["net"], arch_x, set_features, set_scores, set_mask, method=DeepKernelNet.head)
+    return net.apply(w["net"], arch_x, set_features, set_scores, set_mask)
+
+
+def matern52(z1: jax.Array, z2: jax.Array, kernel: dict) -> jax.Array:
+    """``amp (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r)``, ``r = ||z1 - z2|| / ls``: f32[A, B]."""
+    d2 = jnp.sum(z1 * z1, -1)[:, None] + jnp.sum(z2 * z2, -1)[None, :] - 2.0 * z1 @ z2.T
+    r = jnp.sqrt(jnp.maximum(d2, 0.0) + 1e-12) / jnp.exp(kernel["log_ls"])
+    s5r = jnp.sqrt(5.0) * r
+    return jnp.exp(kernel["log_amp"]) * (1.0 + s5r + 5.0 / 3.0 * r * r) * jnp.exp(-s5r)
+
+
+def standardize(y: jax.Array, mask: jax.Array):
+    """Targets standardized over the real rows (zeros elsewhere), their mean and scale."""
+    n = jnp.maximum(jnp.sum(mask), 1)
+    mean = jnp.sum(jnp.where(mask, y, 0.0)) / n
+    std = jnp.sqrt(jnp.sum(jnp.where(mask, jnp.square(y - mean), 0.0)) / n)
+    scale = jnp.where(std > 1e-8, std, 1.0)
+    return jnp.where(mask, (y - mean) / scale, 0.0), mean, scale
+
+
+def _gram(w, cfg, z, mask):
+    p = z.shape[0]
+    noise = cfg.min_noise + jnp.exp(w["kernel"]["log_noise"])
+    k = matern52(z, z, w["kernel"]) + (noise + cfg.jitter) * jnp.eye(p)
+    return jnp.where(mask[:, None] & mask[None, :], k, jnp.eye(p, dtype=k.dtype))
+
+
+def neg_log_marginal_likelihood(w, cfg, arch_x, y, mask, set_features, set_scores, set_mask, psi_given=False):
+    """Eq. 3 on one task's padded rows: ``1/2 y^T K^-1 y + 1/2 log|K| + n/2 log 2 pi`` (y standardized here)."""
+    ys, _, _ = standardize(y, mask)
+    z = embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given)
+    chol = cholesky(_gram(w, cfg, z, mask))
+    v = solve_lower(chol, ys)
+    n = jnp.sum(mask)
+    return 0.5 * v @ v + jnp.sum(jnp.log(jnp.diag(chol))) + 0.5 * n * jnp.log(2.0 * jnp.pi)
+
+
+def finetune(
+    w, cfg, arch_x, y, mask, set_features, set_scores, set_mask, steps: int, learning_rate: float, psi_given=False
+):
+    """``steps`` Adam steps on eq. 3 from ``w`` (meta-test adaptation to the target); NaN gradients are
+    zeroed so a failed Cholesky never poisons the parameters."""
+    if steps == 0:
+        return w
+    opt = optax.adam(learning_rate)
+    grad = jax.grad(neg_log_marginal_likelihood)
+
+    def step(carry, _):
+        p, st = carry
+        g = grad(p, cfg, arch_x, y, mask, set_features, set_scores, set_mask, psi_given)
+        g = jax.tree.map(lambda a: jnp.where(jnp.isfinite(a), a, 0.0), g)
+        upd, st = opt.update(g, st, p)
+        return (optax.apply_updates(p, upd), st), None
+
+    (w, _), _ = jax.lax.scan(step, (w, opt.init(w)), None, length=steps)
+    return w
+
+
+def posterior(w, cfg, arch_x, y, mask, arch_new, set_features, set_scores, set_mask, psi_given=False):
+    """Posterior mean and std (target units) of the latent function at ``arch_new[M, ...]`` (paper eqs. 1-2)."""
+    ys, y_mean, y_scale = standardize(y, mask)
+    z = embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given)
+    z_new = embed(w, cfg, arch_new, set_features, set_scores, set_mask, psi_given)
+    chol = cholesky(_gram(w, cfg, z, mask))
+    k_star = jnp.where(mask[:, None], matern52(z, z_new, w["kernel"]), 0.0)
+    a = solve_lower(chol, ys)
+    v = solve_lower(chol, k_star)
+    mean = v.T @ a
+    var = jnp.maximum(jnp.exp(w["kernel"]["log_amp"]) - jnp.sum(v * v, axis=0), 0.0)
+    return mean * y_scale + y_mean, jnp.sqrt(var) * y_scale

@@ -1,0 +1,130 @@
+"""Meta-training TNAS's deep kernel on the source tasks of a suite (leave-one-task-out), on the host.
+
+Shala, Elsken, Hutter & Grabocka (2023), Section 3.2 and Appendix C. ``meta_train`` runs REPTILE
+(``surrogates.reptile.meta_steps``, pure and jit-compiled) in chunks of outer steps, writing the
+parameters file (``surrogates.meta_params``) atomically after every chunk; a rerun with the same
+output path continues from the last chunk and gives the same parameters as an uninterrupted run
+(step ``t`` uses ``fold_in(key, t)``). The target task never enters the meta-data: ``source_tasks``
+refuses it, and the file records which tasks were used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from spaces.files import DataError
+from surrogates.deep_kernel import DeepKernelConfig, arch_inputs, init_params
+from surrogates.meta_params import load_params, save_params
+from surrogates.reptile import MetaData, ReptileConfig, meta_steps
+
+_meta_steps = jax.jit(meta_steps, static_argnums=(4, 5, 6))  # one compile per shape and settings, per process
+
+
+def source_tasks(suite: Sequence[str], target: str) -> list[str]:
+    """The suite without the target; ``ValueError`` when the target is not one of the suite's tasks."""
+    if target not in suite:
+        raise ValueError(f"target {target!r} is not a task of the suite {list(suite)}")
+    sources = [t for t in suite if t != target]
+    if not sources:
+        raise ValueError(f"the suite {list(suite)} has no task besides the target {target!r}")
+    return sources
+
+
+def all_strings(space, limit: int = 100_000) -> np.ndarray:
+    """int32[R, N]: every valid string of a small space, in string-id order (exhaustive acquisition)."""
+    if space.size > limit:
+        raise ValueError(f"space {space.name!r} has {space.size} strings; exhaustive listing stops at {limit}")
+    grids = np.meshgrid(*[np.arange(c) for c in space.cardinalities], indexing="ij")
+    tokens = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int32)
+    ok = np.asarray(jax.vmap(space.is_valid)(jnp.asarray(tokens)))
+    return tokens[ok]
+
+
+def build_meta_data(space, tables: Sequence, dk_cfg: DeepKernelConfig) -> tuple[MetaData, np.ndarray]:
+    """Every string's encoder inputs and each source table's seed-mean validation score (searched units)."""
+    tokens = all_strings(space)
+    t = jnp.asarray(tokens)
+    scores = np.stack([np.asarray(tb.query(jax.random.PRNGKey(0), t)["valid"]) for tb in tables])
+    if not np.all(np.isfinite(scores)):
+        raise DataError("a source table has no finite validation score for some strings of the space")
+    arch_x = jax.vmap(lambda s: arch_inputs(dk_cfg, space, s))(t)
+    feats = jax.vmap(lambda s: space.features(s, "onehot"))(t)
+    return MetaData(arch_x=arch_x, features=feats, scores=jnp.asarray(scores, jnp.float32)), tokens
+
+
+def top_design(tokens: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` strings with the best mean standardized score over the source tasks (Appendix C)."""
+    z = (scores - scores.mean(1, keepdims=True)) / scores.std(1, keepdims=True)
+    best = np.argsort(-z.mean(0), kind="stable")[:k]
+    return tokens[best]
+
+
+def meta_train(
+    out_path: str,
+    space,
+    tables: dict,
+    target: str,
+    suite: Sequence[str],
+    dk_cfg: DeepKernelConfig,
+    rep_cfg: ReptileConfig,
+    outer_steps: int,
+    chunk_steps: int,
+    seed: int,
+    init_design: int = 5,
+    progress: bool = True,
+    log: Callable[[dict], None] | None = None,
+) -> dict:
+    """Meta-trains on ``tables`` (name -> table of ``space``) of the suite minus ``target``; returns the meta info."""
+    sources = source_tasks(suite, target)
+    if target in tables or sorted(tables) != sorted(sources):
+        raise ValueError(f"meta-training tables must be exactly the sources {sources} (never the target {target!r})")
+    data, tokens = build_meta_data(space, [tables[s] for s in sources], dk_cfg)
+    design = top_design(tokens, np.asarray(data.scores), init_design)
+    meta = {
+        "space": space.name,
+        "target": target,
+        "sources": sources,
+        "seed": seed,
+        "outer_steps": outer_steps,
+        "reptile": dataclasses.asdict(rep_cfg),
+    }
+    key = jax.random.PRNGKey(seed)
+    start = 0
+    if os.path.exists(out_path):
+        w, old_model, old_meta, _, start = load_params(out_path)
+        fixed = [k for k in meta if k != "outer_steps"]  # more outer steps may be asked for; nothing else may change
+        if old_model != dk_cfg or any(old_meta.get(k) != meta[k] for k in fixed):
+            raise ValueError(f"{out_path} was meta-trained with other settings; use a new --workdir or delete it")
+        if progress:
+            print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
+    else:
+        w = init_params(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], data.features[:2])
+    began = time.time()
+    while start < outer_steps:
+        num = min(chunk_steps, outer_steps - start)
+        w, losses, tasks = _meta_steps(jax.random.fold_in(key, 2), w, data, jnp.int32(start), num, rep_cfg, dk_cfg)
+        start += num
+        save_params(out_path, w, dk_cfg, meta, design, start)
+        info = {
+            "outer_step": start,
+            "loss": float(np.mean(np.asarray(losses))),
+            "tasks": np.bincount(np.asarray(tasks), minlength=len(sources)).tolist(),
+            "seconds": time.time() - began,
+        }
+        if log is not None:
+            log(info)
+        if progress:
+            print(f"\rmeta-train {start}/{outer_steps} loss {info['loss']:.4f}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    if not os.path.exists(out_path):  # outer_steps == 0: still write the initial parameters
+        save_params(out_path, w, dk_cfg, meta, design, start)
+    return meta

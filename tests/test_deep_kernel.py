@@ -1,0 +1,143 @@
+"""TNAS's deep-kernel GP: encoders, the marginal likelihood (eq. 3) against float64 numpy, REPTILE's update."""
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import optax
+import pytest
+
+from spaces.nb201 import SPACE
+from surrogates import deep_kernel as dk
+from surrogates.arch_encoders import (
+    NB201_NUM_TYPES,
+    DAGEncoder,
+    check_topological_dag,
+    nb201_adjacency,
+    nb201_node_types,
+    nb201_op_graph,
+)
+from surrogates.reptile import ReptileConfig, reptile_update
+from surrogates.set_encoder import SetEncoder
+
+TOKENS = jnp.asarray(np.random.default_rng(0).integers(0, 5, (12, 6)), jnp.int32)
+
+
+def test_nb201_op_graph_is_the_cell():
+    g = nb201_op_graph()
+    adj = check_topological_dag(g)
+    # input feeds the 3 edges leaving cell node 0; op (2<-1) reads op (1<-0); the output reads the 3 edges into node 3
+    assert sorted(g.successors(0)) == [1, 2, 4]
+    assert sorted(g.successors(1)) == [3, 5] and sorted(g.predecessors(6)) == [2, 3]
+    assert sorted(g.predecessors(7)) == [4, 5, 6] and adj.sum() == 10
+    bad = g.copy()
+    bad.add_edge(7, 0)
+    with pytest.raises(ValueError, match="cycle"):
+        check_topological_dag(bad)
+
+
+def test_dag_encoder_ignores_the_node_numbering_and_sees_the_ops():
+    enc = DAGEncoder(nb201_adjacency(), NB201_NUM_TYPES, hidden=16, out_dim=8)
+    types = jax.vmap(nb201_node_types)(TOKENS)
+    params = enc.init(jax.random.PRNGKey(0), types)
+    apply = jax.jit(enc.apply)  # one compile: the adjacency is an argument
+    base = apply(params, types)
+    adj = np.asarray(nb201_adjacency())
+    orders = list(nx.all_topological_sorts(nb201_op_graph()))
+    assert len(orders) > 10
+    for order in orders:
+        order = np.asarray(order)  # new node i is old node order[i]: another topological numbering
+        out = apply(params, types[:, order], adjacency=jnp.asarray(adj[np.ix_(order, order)]))
+        np.testing.assert_allclose(out, base, atol=2e-5)
+    # a different op on one edge changes the encoding; rows are different strings
+    other = types.at[:, 3].set(2 + (types[:, 3] - 1) % 5)
+    assert np.min(np.abs(np.asarray(apply(params, other) - base)).max(axis=1)) > 1e-4
+
+
+def test_set_encoder_invariant_to_order_and_padding():
+    enc = SetEncoder(dim=16, num_inducing=4, heads=2, out_dim=8)
+    feats = jax.vmap(lambda t: SPACE.features(t, "onehot"))(TOKENS)
+    scores = jnp.linspace(70.0, 90.0, 12)
+    mask = jnp.arange(12) < 9
+    params = enc.init(jax.random.PRNGKey(1), feats, scores, mask)
+    apply = jax.jit(enc.apply)
+    base = apply(params, feats, scores, mask)
+    perm = np.r_[np.random.default_rng(1).permutation(9), 9, 10, 11]
+    np.testing.assert_allclose(apply(params, feats[perm], scores[perm], mask[perm]), base, atol=1e-5)
+    junk = feats.at[9:].set(1.0), scores.at[9:].set(-1e3)  # padding content never matters
+    np.testing.assert_allclose(apply(params, *junk, mask), base, atol=1e-5)
+    np.testing.assert_allclose(apply(params, feats[:9], scores[:9], mask[:9]), base, atol=1e-5)
+    assert np.all(np.isfinite(apply(params, feats, scores, jnp.zeros(12, bool))))
+    assert np.abs(np.asarray(apply(params, feats, scores[::-1], mask) - base)).max() > 1e-4
+
+
+def _setup(arch_encoder):
+    cfg = dk.DeepKernelConfig(arch_encoder=arch_encoder, hidden=16, arch_dim=8, set_dim=16, xi_hidden=(32,), out_dim=8)
+    ax = jax.vmap(lambda t: dk.arch_inputs(cfg, SPACE, t))(TOKENS)
+    fx = jax.vmap(lambda t: SPACE.features(t, "onehot"))(TOKENS)
+    w = dk.init_params(jax.random.PRNGKey(2), cfg, ax, fx)
+    w["kernel"] = {"log_ls": jnp.float32(0.3), "log_amp": jnp.float32(-0.2), "log_noise": jnp.float32(-2.0)}
+    y = jnp.asarray(np.random.default_rng(3).normal(80.0, 5.0, 12), jnp.float32)
+    return cfg, ax, fx, w, y
+
+
+def numpy_nll(z, y, amp, ls, noise):
+    z, y = np.asarray(z, np.float64), np.asarray(y, np.float64)
+    y = (y - y.mean()) / y.std()
+    r = np.sqrt(((z[:, None] - z[None]) ** 2).sum(-1)) / ls
+    k = amp * (1 + np.sqrt(5) * r + 5 / 3 * r**2) * np.exp(-np.sqrt(5) * r) + noise * np.eye(len(y))
+    _, logdet = np.linalg.slogdet(k)
+    return 0.5 * y @ np.linalg.solve(k, y) + 0.5 * logdet + 0.5 * len(y) * np.log(2 * np.pi)
+
+
+@pytest.mark.parametrize("arch_encoder", ["dag", "mlp"])
+def test_marginal_likelihood_matches_float64_numpy_and_ignores_padding(arch_encoder):
+    cfg, ax, fx, w, y = _setup(arch_encoder)
+    n = 9
+    mask = jnp.arange(12) < n
+    set_args = (fx, y, mask)
+    nll_fn = jax.jit(dk.neg_log_marginal_likelihood, static_argnums=(1, 8))
+    nll = nll_fn(w, cfg, ax, y, mask, *set_args, False)
+    z = jax.jit(dk.embed, static_argnums=1)(w, cfg, ax, *set_args)[:n]
+    noise = cfg.min_noise + np.exp(-2.0) + cfg.jitter
+    want = numpy_nll(z, y[:n], np.exp(-0.2), np.exp(0.3), noise)
+    np.testing.assert_allclose(float(nll), want, rtol=2e-4)
+    # padded rows with arbitrary content change nothing; psi given = psi applied inside
+    ax_junk = ax.at[n:].set(ax[0]) if arch_encoder == "dag" else ax.at[n:].set(0.5)
+    np.testing.assert_allclose(nll_fn(w, cfg, ax_junk, y.at[n:].set(1e4), mask, *set_args, False), nll, rtol=1e-5)
+    za = dk.arch_embeddings(w, cfg, ax)
+    np.testing.assert_allclose(nll_fn(w, cfg, za, y, mask, *set_args, True), nll, rtol=1e-5)
+
+
+def test_posterior_interpolates_and_finetuning_lowers_the_nll():
+    cfg, ax, fx, w, y = _setup("dag")
+    mask = jnp.arange(12) < 9
+    w["kernel"]["log_noise"] = jnp.float32(-9.0)
+    w["kernel"]["log_ls"] = jnp.float32(-4.0)  # short length scale: the training strings barely correlate
+    mean, std = jax.jit(lambda p: dk.posterior(p, cfg, ax, y, mask, ax, fx, y, mask))(w)
+    np.testing.assert_allclose(mean[:9], y[:9], atol=0.05)
+    std = np.asarray(std)
+    assert np.all(std[:9] < 0.1 * np.std(y[:9])) and np.all(std[9:] > 5 * std[:9].max()) and np.all(np.isfinite(mean))
+    w["kernel"]["log_noise"], w["kernel"]["log_ls"] = jnp.float32(-2.0), jnp.float32(0.3)
+    za = dk.arch_embeddings(w, cfg, ax)  # meta-test fine-tunes phi, xi and the kernel on fixed psi(x)
+    nll = jax.jit(lambda p: dk.neg_log_marginal_likelihood(p, cfg, za, y, mask, fx, y, mask, psi_given=True))
+    tuned = jax.jit(lambda p: dk.finetune(p, cfg, za, y, mask, fx, y, mask, 20, 1e-2, psi_given=True))(w)
+    assert nll(tuned) < nll(w) - 0.5
+
+
+def test_reptile_outer_update_matches_hand_computation():
+    # L(w) = 1/2 ||w - c||^2, SGD with step a: w'_v = c + (1 - a)^v (w - c); w <- w - eta (w - w')
+    c = {"a": jnp.array([1.0, -2.0]), "b": jnp.float32(3.0)}
+    w = {"a": jnp.array([0.5, 0.5]), "b": jnp.float32(-1.0)}
+    a, v, eta = 0.1, 4, 0.3
+
+    def loss(p):
+        return 0.5 * sum(jnp.sum((p[k] - c[k]) ** 2) for k in p)
+
+    new, losses = reptile_update(w, loss, optax.sgd(a), v, eta)
+    for k in w:
+        w_inner = np.asarray(c[k]) + (1 - a) ** v * (np.asarray(w[k]) - np.asarray(c[k]))
+        np.testing.assert_allclose(new[k], np.asarray(w[k]) - eta * (np.asarray(w[k]) - w_inner), rtol=1e-6)
+    assert losses.shape == (v,) and float(losses[0]) == pytest.approx(float(loss(w)))
+    with pytest.raises(ValueError, match="inner_optimizer"):
+        ReptileConfig(inner_optimizer="rmsprop")

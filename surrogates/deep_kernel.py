@@ -33,19 +33,21 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from surrogates import linalg
 from surrogates.arch_encoders import NB201_NUM_TYPES, DAGEncoder, MLPEncoder, nb201_adjacency, nb201_node_types
 from surrogates.set_encoder import SetEncoder
 
 ARCH_ENCODERS = ("dag", "mlp")
 
 
-# -- the swap point for the Cholesky factorization ---------------------------------------------------
+# -- the factorization: plain JAX (surrogates/linalg.py), never the batched CPU LAPACK kernel that can
+# deadlock when seeds are split over devices; differentiable (fixed-trip loops) for the eq. 3 gradient
 def cholesky(a: jax.Array) -> jax.Array:
-    return jnp.linalg.cholesky(a)
+    return linalg.cholesky(a)
 
 
 def solve_lower(chol: jax.Array, b: jax.Array) -> jax.Array:
-    return jax.scipy.linalg.solve_triangular(chol, b, lower=True)
+    return linalg.solve_triangular(chol, b)
 
 
 @dataclasses.dataclass(frozen=True)

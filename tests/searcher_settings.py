@@ -7,6 +7,7 @@ CHEAP = {
     "reacts": {"batch_size": 5, "max_queries": 15, "d": 8, "ppo_epochs": 2, "rollouts": 2, "sim_epochs": 3},
     "bananas": {"max_queries": 30, "epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20},
     "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
+    "smbo_linear": {"num_candidates": 64},
 }
 
 

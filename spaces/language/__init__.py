@@ -17,6 +17,7 @@ from spaces.language.compile import CompiledNetwork, compile_graph, plan_of
 from spaces.language.core import (
     BasicModule,
     Graph,
+    InvalidArchitecture,
     SubstitutionModule,
     UnboundedSpaceError,
     build,
@@ -37,6 +38,7 @@ __all__ = [
     "D",
     "DependentHyperparameter",
     "Graph",
+    "InvalidArchitecture",
     "IndependentHyperparameter",
     "LanguageSpace",
     "SubstitutionModule",

@@ -35,6 +35,11 @@ class UnboundedSpaceError(RecursionError):
     """A substitution nested deeper than the graph's ``max_depth`` (an infinite space, Appendix D.1)."""
 
 
+class InvalidArchitecture(ValueError):
+    """An assignment that gives no network (e.g. a NAS-Bench-101 cell without an input-output path);
+    a substitution function raises it, and evaluation scores the architecture ``-inf``."""
+
+
 class Input:
     def __init__(self, module: Module, name: str):
         self.module, self.name, self.source = module, name, None

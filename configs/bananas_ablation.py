@@ -1,4 +1,4 @@
-"""BANANAS ablation (seed paper 001, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
+"""BANANAS ablation (White, Neiswanger & Savani, 2021, Figure 4 right and Figure 6 right) on NAS-Bench-201 cifar10:
 path vs adjacency encoding, ensemble vs GP predictor (GP with path or adjacency Hamming kernel),
 mutation vs random acquisition optimization (1,000 random candidates, as in the paper), one-edit
 vs 1-2-edit mutations, and the acquisition functions ITS (default) / UCB / EI / PI / TS. Every
@@ -12,6 +12,7 @@ variant changes one component of the default ``bananas`` (path, ensemble, ITS, 1
 """
 
 from configs import default
+from nas.experiment_config import searcher_configs
 
 
 def get_config(arg=None):
@@ -19,17 +20,19 @@ def get_config(arg=None):
     config.benchmark = arg or "nb201/cifar10"
     config.num_trials = 100
     b = {"name": "bananas"}
-    config.searchers = {
-        "bananas": dict(b, encoding="path"),
-        "bananas_adjacency": dict(b, encoding="adjacency"),
-        "bananas_gp_path": dict(b, predictor="gp", encoding="path"),
-        "bananas_gp_adjacency": dict(b, predictor="gp", encoding="adjacency"),
-        "bananas_random_acq": dict(b, encoding="path", acq_opt="random", num_random=1000),
-        "bananas_one_edit": dict(b, encoding="path", max_edits=1),
-        "bananas_ucb": dict(b, encoding="path", acquisition="ucb"),
-        "bananas_ei": dict(b, encoding="path", acquisition="ei"),
-        "bananas_pi": dict(b, encoding="path", acquisition="pi"),
-        "bananas_ts": dict(b, encoding="path", acquisition="ts"),
-        "random_search": {"name": "random_search"},
-    }
+    config.searchers = searcher_configs(
+        **{
+            "bananas": dict(b, encoding="path"),
+            "bananas_adjacency": dict(b, encoding="adjacency"),
+            "bananas_gp_path": dict(b, predictor="gp", encoding="path"),
+            "bananas_gp_adjacency": dict(b, predictor="gp", encoding="adjacency"),
+            "bananas_random_acq": dict(b, encoding="path", acq_opt="random", num_random=1000),
+            "bananas_one_edit": dict(b, encoding="path", max_edits=1),
+            "bananas_ucb": dict(b, encoding="path", acquisition="ucb"),
+            "bananas_ei": dict(b, encoding="path", acquisition="ei"),
+            "bananas_pi": dict(b, encoding="path", acquisition="pi"),
+            "bananas_ts": dict(b, encoding="path", acquisition="ts"),
+            "random_search": {"name": "random_search"},
+        }
+    )
     return config

@@ -13,6 +13,8 @@ With NAS-Bench-201's test accuracies it reports test error:
 
 import ml_collections
 
+from nas.experiment_config import searcher_configs
+
 
 def get_config(arg=None):
     del arg
@@ -27,11 +29,13 @@ def get_config(arg=None):
     config.report_every = 10
     config.chunk_steps = 0
     config.only = ""
-    config.searchers = ml_collections.ConfigDict(
-        {
-            "random_search": {"name": "random_search"},
-            "regularized_evolution": {"name": "regularized_evolution", "population_size": 30, "tournament_size": 10},
-            "local_search": {"name": "local_search", "num_init": 10},
-        }
-    )
+    config.searchers = searcher_configs(**BASELINES)
     return config
+
+
+# Real et al. (2019) with BANANAS' settings (population 30, tournament 10); White et al. (2020)'s local search
+BASELINES = {
+    "random_search": {"name": "random_search"},
+    "regularized_evolution": {"name": "regularized_evolution", "population_size": 30, "tournament_size": 10},
+    "local_search": {"name": "local_search", "num_init": 10},
+}

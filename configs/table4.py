@@ -10,22 +10,19 @@ reference; all policy-gradient variants use B = 30, alpha = 1e-2, d = 36, S = 1;
         --config.only=reacts_wo_ppo --config.num_trials=50
 """
 
-import ml_collections
-
 from configs.table3 import REACTS, REMAADE, base_config
+from nas.experiment_config import searcher_configs
 
 
 def get_config(arg=None):
     config = base_config(arg)
-    config.searchers = ml_collections.ConfigDict(
-        {
-            "random_search": {"name": "random_search"},
-            "plain_vanilla_reinforce": {**REMAADE, "policy": "factorized", "ppo": False},
-            "reinforce_with_made": {**REMAADE, "policy": "made", "ppo": False},
-            "lstm_controller": {**REMAADE, "policy": "lstm", "ppo": False},
-            "remaade_wo_ppo": {**REMAADE, "ppo": False},
-            "remaade": dict(REMAADE),
-            "reacts_wo_ppo": {**REACTS, "ppo": False},
-        }
+    config.searchers = searcher_configs(
+        random_search={"name": "random_search"},
+        plain_vanilla_reinforce={**REMAADE, "policy": "factorized", "ppo": False},
+        reinforce_with_made={**REMAADE, "policy": "made", "ppo": False},
+        lstm_controller={**REMAADE, "policy": "lstm", "ppo": False},
+        remaade_wo_ppo={**REMAADE, "ppo": False},
+        remaade=REMAADE,
+        reacts_wo_ppo={**REACTS, "ppo": False},
     )
     return config

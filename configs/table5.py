@@ -10,9 +10,8 @@ configurations; 3,200 queries are 5% of it); NAS-Bench-201 (15,625 cells, 20%) s
         --config.data_path=/path/to/nasbench_only108.tfrecord
 """
 
-import ml_collections
-
 from configs.table3 import REMAADE, base_config
+from nas.experiment_config import searcher_configs
 
 NUM_ORDERS = (1, 2, 4, 6, 8, 16, 256)
 
@@ -21,5 +20,5 @@ def get_config(arg=None):
     config = base_config(arg or "hpolib/naval_propulsion")
     config.max_queries = 3200
     config.report_every = 100
-    config.searchers = ml_collections.ConfigDict({f"remaade_s{s}": {**REMAADE, "num_orders": s} for s in NUM_ORDERS})
+    config.searchers = searcher_configs(**{f"remaade_s{s}": {**REMAADE, "num_orders": s} for s in NUM_ORDERS})
     return config

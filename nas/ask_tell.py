@@ -20,13 +20,17 @@ or by hand: ``trial = study.ask(); study.tell(trial, objective(trial.params))``.
 Batches for parallel evaluation: ``Study(..., batch_size=4)`` makes the
 searcher propose 4 strings per step; ``study.ask(4)`` hands them out, and
 ``study.optimize(fn, n, batch_size=4, executor=ThreadPoolExecutor(4))``
-evaluates each batch with ``executor.map``. The searcher updates once all
-trials of its batch are told (its ``tell`` takes the whole batch).
+evaluates each batch in parallel. The searcher updates once all trials of its
+batch are told (its ``tell`` takes the whole batch). A trial handed out and
+never told (its evaluation crashed) is evaluated again by the next
+``optimize``; ``study.pending()`` lists such trials.
 
-Values: ``direction="minimize"`` feeds ``-value`` to the searchers (they
-maximize). NaN or infinite values raise ``ValueError``; to record a failed
-evaluation, ``tell(trial, None)``: the searcher sees ``-inf`` (the score of an
-invalid string) and the trial never becomes the best.
+Values: a real number (int or float), or None for a failed evaluation (the
+searcher sees ``-inf``, the score of an invalid string, and the trial never
+becomes the best). ``direction="minimize"`` feeds ``-value`` to the searchers
+(they maximize). ``tell`` refuses NaN, infinities, strings, booleans, arrays
+and the like with a clear error; ``optimize`` records a NaN or infinite
+objective value as a failed evaluation, with a warning.
 
 Keys follow ``nas.runner.search_step`` (init ``fold_in(key, INIT_FOLD)``, step
 ``t`` splits ``fold_in(key, t)``), so a Study whose objective reads a table
@@ -35,8 +39,11 @@ proposes exactly the strings of the compiled runner with the same seed.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,7 +74,42 @@ def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> 
     for k, v in space.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
             raise ValueError(f"hyperparameter {k!r}: give a non-empty list of values, got {v!r}")
+        seen = []
+        for x in v:
+            if any(_same(x, y) for y in seen):
+                raise ValueError(
+                    f"hyperparameter {k!r}: value {x!r} is listed twice in {list(v)}; list each value once"
+                )
+            seen.append(x)
     return CategoricalSpace(name, space)
+
+
+def _is_nonfinite(value) -> bool:
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False  # not a number: tell() names the problem
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # values that do not compare (arrays): never the same
+        return False
+
+
+def _as_value(value, number: int) -> float | None:
+    """A told value as a float (None = failed); anything but a real number or None is a clear error."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fi":
+            return float(value)
+        raise TypeError(
+            f"the value of trial {number} must be a real number (int or float) or None for a failed evaluation, "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    return float(value)
 
 
 class Study:
@@ -137,27 +179,62 @@ class Study:
         return trial
 
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
-        """One trial, or a list of ``n`` (at most the searcher's ``batch_size`` at a time)."""
+        """One trial, or a list of ``n`` (at most the trials left in the searcher's current batch).
+
+        A trial handed out and never told (its evaluation crashed, the process
+        was interrupted) is handed out again by ``optimize``; ``pending()``
+        lists them.
+        """
         if n is None:
             return self._ask_one()
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"ask(n): n must be a non-negative integer, got {n!r}")
+        room = self.batch_size - len(self._batch) if self._batch_tokens is not None else self.batch_size
+        left = self.max_queries - len(self.trials)
+        if n > min(room, left):
+            why = (
+                f"{left} trials of the budget are left"
+                if left < room
+                else (
+                    f"{room} trials are left in the searcher's current batch of {self.batch_size} (tell their values "
+                    "first, or create the Study with a larger batch_size)"
+                )
+            )
+            raise ValueError(f"ask({n}): only {min(room, left)} can be handed out now; {why}")
         return [self._ask_one() for _ in range(int(n))]
+
+    def pending(self) -> list[Trial]:
+        """Trials handed out and not yet told."""
+        return [t for t in self._batch if t.state == "pending"]
 
     # -- tell ------------------------------------------------------------------
     def tell(self, trial: Trial | int, value: float | None) -> None:
-        """Records ``value`` (None = failed) for ``trial``; updates the searcher when its batch is complete."""
-        t = self.trials[trial] if isinstance(trial, int) else trial
+        """Records ``value`` (a real number; None = failed) for ``trial`` (a Trial or its number);
+        updates the searcher when its batch is complete."""
+        if isinstance(trial, Trial):
+            t = trial
+        elif isinstance(trial, (int, np.integer)) and not isinstance(trial, bool) and 0 <= trial < len(self.trials):
+            t = self.trials[int(trial)]
+        else:
+            raise ValueError(
+                f"tell: {trial!r} is not a trial of this study (give a Trial, or a number 0..{len(self.trials) - 1})"
+            )
         if t.state != "pending" or not any(t is b for b in self._batch):
             raise ValueError(f"trial {t.number} is not a pending trial of this study (state {t.state!r})")
-        if value is None:
+        v = _as_value(value, t.number)
+        if v is None:
             t.state = "failed"
         else:
-            v = float(value)
             if not math.isfinite(v):
                 raise ValueError(
                     f"objective value of trial {t.number} ({t.params}) is {v}; return a finite number, "
                     "or tell(trial, None) to record a failed evaluation"
                 )
             t.value, t.state = v, "complete"
+        self._finish_batch()
+
+    def _finish_batch(self) -> None:
+        """Tells the searcher once every trial of its batch is told."""
         if len(self._batch) == self.batch_size and all(b.state != "pending" for b in self._batch):
             sign = -1.0 if self.direction == "minimize" else 1.0
             scores = [sign * b.value if b.state == "complete" else -np.inf for b in self._batch]
@@ -175,12 +252,16 @@ class Study:
         executor=None,
         catch: tuple[type[BaseException], ...] = (),
     ) -> Study:
-        """Evaluates ``fn(params)`` for ``n_trials`` trials (default: the rest of the budget).
+        """Evaluates ``fn(params)`` for ``n_trials`` trials (default: the rest of the budget; 0 = none).
 
         ``batch_size`` sets the searcher's batch size (allowed before the first
-        trial); each batch is evaluated with ``executor.map`` when an executor
-        (e.g. ``concurrent.futures.ThreadPoolExecutor``) is given. Exceptions
-        listed in ``catch`` mark the trial failed; others propagate.
+        trial); each batch is evaluated with ``executor.submit`` when an executor
+        (e.g. ``concurrent.futures.ThreadPoolExecutor``) is given. Trials that
+        were handed out earlier and never told (a crash, an interruption) are
+        evaluated first. A NaN or infinite value, or an exception listed in
+        ``catch``, marks the trial failed (the searcher sees ``-inf``); any
+        other exception propagates after the batch's other values are told,
+        and its trial stays pending, so the next ``optimize`` evaluates it again.
         """
         if batch_size is not None and int(batch_size) != self.batch_size:
             if self.trials:
@@ -189,29 +270,54 @@ class Study:
                 )
             self._kwargs["batch_size"] = int(batch_size)
             self._build()
-        n_trials = self.max_queries - len(self.trials) if n_trials is None else int(n_trials)
-        if len(self.trials) + n_trials > self.max_queries:
+        available = self.max_queries - len(self.trials) + len(self.pending())
+        if n_trials is None:
+            n_trials = available
+        if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 0:
+            raise ValueError(f"n_trials must be a non-negative integer (0 runs nothing), got {n_trials!r}")
+        if n_trials > available:
             raise ValueError(
-                f"n_trials={n_trials} exceeds the remaining budget "
-                f"({self.max_queries - len(self.trials)} of max_queries={self.max_queries})"
+                f"n_trials={n_trials} exceeds the remaining budget ({available} of max_queries={self.max_queries})"
             )
+        done = 0
+        while done < n_trials:
+            trials = self.pending()[: n_trials - done]
+            if not trials:
+                room = self.batch_size - len(self._batch) if self._batch_tokens is not None else self.batch_size
+                trials = self.ask(min(room, n_trials - done, self.max_queries - len(self.trials)))
+            results = self._evaluate(fn, trials, executor, catch)
+            error = None
+            for t, (value, exc) in zip(trials, results):
+                if exc is not None:
+                    error = error or exc  # stays pending: evaluated again by the next optimize
+                    continue
+                if value is not None and not isinstance(value, bool) and _is_nonfinite(value):
+                    msg = f"trial {t.number}: the objective returned {value}; recorded as a failed evaluation"
+                    warnings.warn(msg, stacklevel=2)
+                    value = None
+                self.tell(t, value)
+            if error is not None:
+                raise error
+            done += len(trials)
+        return self
+
+    @staticmethod
+    def _evaluate(fn, trials, executor, catch) -> list[tuple[Any, BaseException | None]]:
+        """``(value, None)``, ``(None, None)`` for a caught exception, or ``(None, exc)``, per trial."""
 
         def safe(params):
             try:
-                return fn(params)
+                return fn(params), None
             except catch:
-                return None
+                return None, None
+            except Exception as e:  # noqa: BLE001 - re-raised by optimize after the others are told
+                return None, e
 
-        done = 0
-        while done < n_trials:
-            room = self.batch_size - len(self._batch) if self._batch_tokens is not None else self.batch_size
-            trials = self.ask(min(room, n_trials - done))
-            params = [t.params for t in trials]
-            values = list(executor.map(safe, params)) if executor is not None else [safe(p) for p in params]
-            for t, v in zip(trials, values):
-                self.tell(t, v)
-            done += len(trials)
-        return self
+        params = [copy.deepcopy(t.params) for t in trials]  # an objective that edits its params changes nothing
+        if executor is None:
+            return [safe(p) for p in params]
+        futures = [executor.submit(safe, p) for p in params]
+        return [f.result() for f in futures]
 
     # -- results -------------------------------------------------------------------
     @property
@@ -224,7 +330,8 @@ class Study:
 
     @property
     def best_params(self):
-        return self.best_trial.params
+        """The best trial's configuration, computed afresh from its tokens (edits of ``trial.params`` do not leak)."""
+        return self.space.to_spec(self.best_trial.tokens)
 
     @property
     def best_value(self) -> float:

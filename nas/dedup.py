@@ -1,10 +1,11 @@
 """Never spend a query twice: a fixed-capacity set of queried string ids.
 
-``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells)
-to one int32 id. ``Seen`` stores the ids queried so far in a fixed-size array
-(capacity = the query budget), so membership is a vectorized compare that
-compiles once. ``fill_unique`` draws candidates from any proposal until it has
-``n`` valid strings that are new (not seen, and distinct from each other).
+``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells,
+strings that differ only in inactive tokens) to one int32 id. ``Seen`` stores
+the ids queried so far in a fixed-size array (capacity = the query budget), so
+membership is a vectorized compare that compiles once. ``fill_unique`` draws
+candidates from any proposal until it has ``n`` valid strings that are new (not
+seen, and distinct from each other), with uniform samples as a fallback.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from spaces.base import Space
 
-EMPTY = jnp.int32(-2)  # never a string id (invalid strings are -1)
+FALLBACK_ROUNDS, FALLBACK_POOL = 32, 64  # uniform rounds when a proposal runs dry (see fill_unique)
+EMPTY = -2  # never a string id (invalid strings are -1); a plain int: importing must not start a JAX backend
 
 
 @struct.dataclass
@@ -77,22 +80,26 @@ def fill_unique(
     seen: Seen,
     n: int,
     max_rounds: int = 64,
+    fallback_rounds: int = FALLBACK_ROUNDS,
 ) -> tuple[jax.Array, jax.Array]:
     """``n`` new valid strings from ``propose(key) -> int32[M, N]``.
 
     Candidates are accepted in proposal order when valid, not in ``seen`` and
     not equal to one already accepted; rounds repeat until ``n`` are found.
-    Returns ``(tokens[n, N], fresh[n])``. If ``max_rounds`` proposals cannot
-    supply ``n`` new strings (the space or the proposal is exhausted), the
-    remaining slots hold uniform samples from ``space.sample`` (valid, maybe
-    repeats) and ``fresh`` is False there.
+    Returns ``(tokens[n, N], fresh[n])``: ``fresh`` marks strings from the
+    proposal. If ``max_rounds`` proposals cannot supply ``n`` new strings (a
+    converged policy, a small neighbourhood), up to ``fallback_rounds`` rounds of
+    ``FALLBACK_POOL`` uniform samples fill the rest with new strings (not
+    fresh). Only when those fail too (a space nearly exhausted) do the last
+    slots hold uniform samples that may repeat a query; reports count repeats.
+    A proposal that is itself uniform passes ``fallback_rounds=0``.
     """
 
     def tagged(k):
         cand = propose(k)
         return cand, jnp.zeros((cand.shape[0],), jnp.int32)
 
-    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds)
+    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds, fallback_rounds)
     return tokens, fresh
 
 
@@ -103,15 +110,40 @@ def fill_unique_aux(
     seen: Seen,
     n: int,
     max_rounds: int = 64,
+    fallback_rounds: int = FALLBACK_ROUNDS,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``fill_unique`` for proposals that carry one int32 tag per candidate.
 
     ``propose(key) -> (int32[M, N], int32[M])``; returns ``(tokens[n, N],
     fresh[n], tags[n])`` where ``tags`` belong to the accepted candidates (e.g.
     which autoregressive order a policy sample used) and are 0 in fallback
-    slots. Same acceptance rule and fallback as ``fill_unique``.
+    slots. Same acceptance rule and fallbacks as ``fill_unique``.
     """
-    num_tokens = space.num_tokens
+    init = (
+        jnp.zeros((n, space.num_tokens), jnp.int32),
+        jnp.full((n,), EMPTY, jnp.int32),
+        jnp.zeros((n,), jnp.int32),
+        jnp.int32(0),
+    )
+    key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds)
+    fresh = jnp.arange(n) < filled
+    if fallback_rounds > 0:
+
+        def uniform(k):
+            cand = jax.vmap(space.sample)(jax.random.split(k, FALLBACK_POOL))
+            return cand, jnp.zeros((FALLBACK_POOL,), jnp.int32)
+
+        _, (out, out_ids, tags, filled) = _accept(
+            jax.random.fold_in(key, 1), space, uniform, seen, (out, out_ids, tags, filled), n, fallback_rounds
+        )
+    new = jnp.arange(n) < filled
+    last_resort = jax.vmap(space.sample)(jax.random.split(key, n))
+    return jnp.where(new[:, None], out, last_resort), fresh, jnp.where(fresh, tags, 0)
+
+
+def _accept(key, space, propose, seen, state, n, max_rounds):
+    """Rounds of ``propose`` until ``n`` new strings are packed into ``state`` or ``max_rounds`` have run;
+    returns the key after the last round and the state."""
 
     def cond(c):
         return (c[4] < n) & (c[5] < max_rounds)
@@ -129,15 +161,12 @@ def fill_unique_aux(
         out_tags = out_tags.at[slot].set(tags.astype(jnp.int32), mode="drop")
         return k, out, out_ids, out_tags, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1
 
-    init = (
-        key,
-        jnp.zeros((n, num_tokens), jnp.int32),
-        jnp.full((n,), EMPTY, jnp.int32),
-        jnp.zeros((n,), jnp.int32),
-        jnp.int32(0),
-        jnp.int32(0),
-    )
-    key, out, _, tags, filled, _ = jax.lax.while_loop(cond, body, init)
-    fresh = jnp.arange(n) < filled
-    fallback = jax.vmap(space.sample)(jax.random.split(key, n))
-    return jnp.where(fresh[:, None], out, fallback), fresh, jnp.where(fresh, tags, 0)
+    out, out_ids, tags, filled = state
+    key, out, out_ids, tags, filled, _ = jax.lax.while_loop(cond, body, (key, out, out_ids, tags, filled, jnp.int32(0)))
+    return key, (out, out_ids, tags, filled)
+
+
+def count_repeats(space: Space, tokens) -> int:
+    """How many queries of a run repeat an earlier query of the same trial (``tokens[T, Q, N]``)."""
+    ids = np.asarray(jax.jit(jax.vmap(jax.vmap(space.string_id)))(jnp.asarray(tokens)))
+    return int(sum(len(row) - len(set(row.tolist())) for row in ids))

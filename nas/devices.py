@@ -99,3 +99,14 @@ def shard_like(keys, tree):
     if not isinstance(sharding, NamedSharding):
         return tree
     return jax.device_put(tree, sharding)
+
+
+def enable_compilation_cache(path: str, min_compile_secs: float = 0.5) -> None:
+    """Turns on JAX's persistent compilation cache in ``path`` ('' = leave it off): a rerun of the same
+    programs skips most XLA compiles. Programs that compile faster than ``min_compile_secs`` are not cached."""
+    if not path:
+        return
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    min_secs = os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", min_compile_secs)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_secs))

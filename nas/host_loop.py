@@ -31,7 +31,7 @@ import numpy as np
 
 from nas import checkpoint
 from nas.devices import shard_keys, shard_like
-from nas.runner import History, incumbent_index, init_state, run_steps
+from nas.runner import History, incumbent_index, init_state, last_batch_rows, run_steps
 from nas.searcher import Searcher
 
 _CACHE_SIZE = 64
@@ -71,6 +71,8 @@ def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
     if chunk_steps < 1:
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")
     cuts = set(range(0, total, chunk_steps)) | {t for t in searcher.breakpoints() if 0 < t < total}
+    if last_batch_rows(searcher) is not None and total > 1:
+        cuts.add(total - 1)  # the partial last batch is a program of its own
     return sorted(cuts) + [total]
 
 
@@ -79,22 +81,30 @@ def init_program(searcher: Searcher) -> Callable:
     return compiled(searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k))))
 
 
-def chunk_program(searcher: Searcher, length: int) -> Callable:
-    """``(keys[S], state[S], objective) -> (state[S], metrics[S, length])``: ``length`` steps of ``searcher``."""
+def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> Callable:
+    """``(keys[S], state[S], objective) -> (state[S], metrics[S, length])``: ``length`` steps of ``searcher``
+    (``rows``: the last step's partial batch, ``nas.runner.search_step``)."""
 
     def make():
         def one(key, state, objective):
-            return run_steps(searcher, objective, key, state, length)
+            return run_steps(searcher, objective, key, state, length, rows)
 
         return jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
 
-    return compiled(searcher, "chunk", length, make)
+    return compiled(searcher, f"chunk{rows or ''}", length, make)
 
 
-def incumbent_stats(score: np.ndarray, report_score: np.ndarray, report: Callable | None = None) -> dict[str, float]:
-    """Mean over seeds of the best score and its query's report score (``[S, q]`` arrays, ties keep the
-    earlier query as ``nas.runner.incumbent_curve``); with ``report`` also the mean reported metric."""
-    idx = np.maximum(np.asarray(incumbent_index(score))[:, -1], 0)
+def incumbent_stats(
+    score: np.ndarray, report_score: np.ndarray, queries: int, report: Callable | None = None
+) -> dict[str, float]:
+    """Mean over seeds of the best score among the first ``queries`` and its query's report score.
+
+    ``score``/``report_score`` are the whole ``[S, T]`` history buffers (one shape per run, so the
+    incumbent computation, ``nas.runner.incumbent_index``, compiles once); ties keep the earlier
+    query. With ``report`` also the mean reported metric of the incumbents.
+    """
+    upto = np.where(np.arange(score.shape[1]) < queries, score, -np.inf)
+    idx = np.maximum(np.asarray(incumbent_index(upto))[:, -1], 0)
     rows = np.arange(score.shape[0])
     inc = report_score[rows, idx]
     out = {"best_valid_mean": float(np.mean(score[rows, idx])), "incumbent_test_mean": float(np.mean(inc))}
@@ -158,7 +168,8 @@ def run_chunked(
         lo = max(lo, step)  # a checkpoint from another chunk_steps: finish this chunk from there
         if max_chunks is not None and done_now >= max_chunks:
             return None
-        state, metrics = chunk_program(searcher.program_for(lo, hi), hi - lo)(keys, state, objective)
+        rows = last_batch_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
+        state, metrics = chunk_program(searcher.program_for(lo, hi), hi - lo, rows)(keys, state, objective)
         step = hi
         done_now += 1
         queries = min(step * searcher.batch_size, searcher.max_queries)
@@ -172,8 +183,7 @@ def run_chunked(
                 "elapsed_s": time.perf_counter() - t0,
                 "metrics": {k: float(np.mean(np.asarray(v)[:, -1])) for k, v in metrics.items()},
             }
-            score, rep = np.asarray(h.score[:, :queries]), np.asarray(h.report_score[:, :queries])
-            info.update(incumbent_stats(score, rep, report))
+            info.update(incumbent_stats(np.asarray(h.score), np.asarray(h.report_score), queries, report))
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)

@@ -71,11 +71,24 @@ def init_state(searcher: Searcher, key: jax.Array) -> RunState:
     return RunState(searcher=searcher_state, history=empty_history(searcher), step=jnp.int32(0))
 
 
-def search_step(searcher: Searcher, objective, key: jax.Array, state: RunState) -> tuple[RunState, dict]:
-    """One ask/query/tell step; its keys depend only on ``(key, state.step)``."""
+def search_step(
+    searcher: Searcher, objective, key: jax.Array, state: RunState, rows: int | None = None
+) -> tuple[RunState, dict]:
+    """One ask/query/tell step; its keys depend only on ``(key, state.step)``.
+
+    ``rows`` (static) < batch size: only the first ``rows`` strings of the batch
+    are evaluated (a budget that is not a multiple of the batch size ends with a
+    partial batch); the others are told ``-inf`` and never enter the history.
+    """
     k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, state.step), 3)
     tokens, s = searcher.ask(k_ask, state.searcher)
-    res = objective.query(k_query, tokens)
+    b = tokens.shape[0]
+    if rows is None or rows >= b:
+        res = objective.query(k_query, tokens)
+    else:
+        part = objective.query(k_query, tokens[:rows])
+        fill = {"valid": -jnp.inf, "test": -jnp.inf, "cost": 0.0}
+        res = {k: jnp.concatenate([part[k], jnp.full((b - rows,), fill[k], part[k].dtype)]) for k in fill}
     s, metrics = searcher.tell(k_tell, tokens, res["valid"], s)
     start = state.step * searcher.batch_size
     h = state.history
@@ -92,21 +105,35 @@ def search_step(searcher: Searcher, objective, key: jax.Array, state: RunState) 
     return RunState(searcher=s, history=h, step=state.step + 1), metrics
 
 
-def run_steps(searcher: Searcher, objective, key: jax.Array, state: RunState, num_steps: int):
-    """``num_steps`` steps with ``lax.scan``; returns (state, metrics[num_steps])."""
+def run_steps(searcher: Searcher, objective, key: jax.Array, state: RunState, num_steps: int, rows: int | None = None):
+    """``num_steps`` steps with ``lax.scan``; returns (state, metrics[num_steps]). ``rows``: see ``search_step``."""
 
     def body(st, _):
-        return search_step(searcher, objective, key, st)
+        return search_step(searcher, objective, key, st, rows)
 
     return jax.lax.scan(body, state, None, length=num_steps)
 
 
+def last_batch_rows(searcher: Searcher) -> int | None:
+    """Strings evaluated by the last step when the budget is not a multiple of the batch size, else None."""
+    rest = searcher.max_queries % searcher.batch_size
+    return rest or None
+
+
 def make_search(searcher: Searcher):
-    """``run(key, objective) -> History`` for one seed; ``vmap`` it over keys."""
+    """``run(key, objective) -> History`` for one seed; ``vmap`` it over keys.
+
+    The run evaluates exactly ``max_queries`` strings: a last partial batch when
+    the budget is not a multiple of the batch size.
+    """
 
     def run(key: jax.Array, objective) -> History:
         state = init_state(searcher, key)
-        state, _ = run_steps(searcher, objective, key, state, searcher.num_steps)
+        rows = last_batch_rows(searcher)
+        full = searcher.num_steps - (rows is not None)
+        state, _ = run_steps(searcher, objective, key, state, full)
+        if rows is not None:
+            state, _ = run_steps(searcher, objective, key, state, 1, rows)
         return state.history.first(searcher.max_queries)
 
     return run

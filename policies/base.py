@@ -41,7 +41,6 @@ incremental decoder ``decode_init`` / ``decode_step`` (default: recompute
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import jax
@@ -50,6 +49,7 @@ import numpy as np
 
 from policies.orderings import rank_of, set_at, unpermute
 from spaces.base import Space
+from spaces.names import lookup
 
 POLICIES: dict[str, type[Policy]] = {}
 NEG = -1e30  # a finite "minus infinity" keeps gradients of masked logits NaN-free
@@ -75,11 +75,7 @@ def available_policies() -> list[str]:
 def make_policy(name: str, space: Space, **kwargs) -> Policy:
     """Builds a registered policy; unknown names fail with the list of valid ones."""
     available_policies()
-    if name not in POLICIES:
-        close = difflib.get_close_matches(name, POLICIES, n=3)
-        hint = f" Did you mean {close}?" if close else ""
-        raise ValueError(f"unknown policy {name!r}.{hint} Registered: {sorted(POLICIES)}")
-    return POLICIES[name](space, **kwargs)
+    return lookup("policy", name, POLICIES)(space, **kwargs)
 
 
 def masked_log_softmax(logits: jax.Array, allowed: jax.Array) -> jax.Array:

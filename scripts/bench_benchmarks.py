@@ -1,6 +1,6 @@
 """Speed of the tabular benchmarks: load time and batched query throughput.
 
-    python -m scripts.bench_benchmarks [--names nb201/cifar10,...] [--all] [--batches 4096,65536] [--reps 20]
+    python -m scripts.bench_benchmarks [--names=nb201/cifar10,...] [--all] [--batches=4096,65536] [--reps=20]
 
 For each table: the load time from the ``.npz`` cache and from the package
 pickles (a fresh temporary cache), then ``jax.jit(bench.query)`` on batches of
@@ -8,15 +8,12 @@ random token strings (each token uniform over its values, so spaces with
 invalid strings get some) for the "mean" and "random" protocols, in queries
 per second (compile excluded; median of ``--reps`` timed calls). Also the
 NAS-Bench-101 canonical index, ``jax.jit(jax.vmap(spaces.nb101.SPACE.string_id))``
-on valid cells from ``SPACE.sample`` (skipped with a message if spaces/nb101.py
-is absent). By default one table per family is timed (tables of a family share
+on valid cells from ``SPACE.sample``. By default one table per family is timed (tables of a family share
 code and shapes); ``--all`` times every registered table except nb101.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import os
 import statistics
 import tempfile
@@ -24,8 +21,14 @@ import time
 
 import jax
 import numpy as np
+from absl import app, flags
 
 from spaces.benchmarks import registry
+
+_NAMES = flags.DEFINE_list("names", [], "Tables to time (default: one per family).")
+_ALL = flags.DEFINE_bool("all", False, "Time every registered table except nb101.")
+_BATCHES = flags.DEFINE_list("batches", ["4096", "65536"], "Query batch sizes.")
+_REPS = flags.DEFINE_integer("reps", 20, "Timed calls per measurement (the median is reported).")
 
 DEFAULT = (
     "nb201/cifar10",
@@ -59,7 +62,7 @@ def load_times(name: str) -> tuple[float, float]:
         os.environ["NASJAX_CACHE"] = tmp
         try:
             if name.startswith("nasbench_graph/"):
-                from spaces import nasbench_graph
+                from spaces.benchmarks import nasbench_graph
 
                 nasbench_graph.space.cache_clear()  # rebuild the id lookup too
             t0 = time.perf_counter()
@@ -89,8 +92,6 @@ def bench_table(name: str, batches: list[int], reps: int) -> dict:
 
 
 def bench_nb101(batches: list[int], reps: int) -> list[str]:
-    if importlib.util.find_spec("spaces.nb101") is None:
-        return ["NB101 canonical index: skipped, spaces/nb101.py does not exist yet"]
     from spaces import nb101
 
     out = []
@@ -104,28 +105,21 @@ def bench_nb101(batches: list[int], reps: int) -> list[str]:
     return out
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--names", default="", help="comma-separated tables (default: one per family)")
-    ap.add_argument("--all", action="store_true", help="every registered table except nb101")
-    ap.add_argument("--batches", default="4096,65536")
-    ap.add_argument("--reps", type=int, default=20)
-    args = ap.parse_args(argv)
-    batches = [int(b) for b in args.batches.split(",")]
+def main(argv) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    batches = [int(b) for b in _BATCHES.value]
     known = registry.available_benchmarks()
-    if args.all:
-        names = [n for n in known if not n.startswith("nb101")]
-    else:
-        names = [n.strip() for n in args.names.split(",") if n.strip()] or list(DEFAULT)
+    names = [n for n in known if not n.startswith("nb101")] if _ALL.value else (_NAMES.value or list(DEFAULT))
     bad = [n for n in names if n not in known or n.startswith("nb101")]
     if bad:
-        ap.error(f"cannot time {bad}; choose from {[n for n in known if not n.startswith('nb101')]}")
+        raise app.UsageError(f"cannot time {bad}; choose from {[n for n in known if not n.startswith('nb101')]}")
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
     cols = [f"{p}@{b}" for b in batches for p in ("mean", "random")]
     head = ["table", "size", "load cached s", "load cold s"] + [f"{c} q/s" for c in cols]
     lines = [head]
     for name in names:
-        r = bench_table(name, batches, args.reps)
+        r = bench_table(name, batches, _REPS.value)
         lines.append(
             [name, f"{r['size']:,}", f"{r['load_cached_s']:.3f}", f"{r['load_cold_s']:.2f}"]
             + [f"{r[c]:,.0f}" for c in cols]
@@ -136,9 +130,9 @@ def main(argv=None) -> None:
     for line in lines:
         print(" | ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(line, widths))))
     print()
-    for line in bench_nb101(batches, args.reps):
+    for line in bench_nb101(batches, _REPS.value):
         print(line)
 
 
 if __name__ == "__main__":
-    main()
+    app.run(main)

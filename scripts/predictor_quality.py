@@ -1,33 +1,33 @@
 """Predictor quality of the MLP ensemble per encoding and training-set size (BANANAS Table 1).
 
-    python -m scripts.predictor_quality --config configs/bananas_predictor.py:nb101 --out /tmp/pred_nb101.json
+    python -m scripts.predictor_quality --config configs/bananas_predictor.py:nb101 \
+        --config.data_path=../shared/data/nb101/data-1k.json --out /tmp/pred_nb101.json
+
+Any config field can be overridden (``--config.num_trials=3``).
 
 See the config's docstring for the protocol. Trials are vmapped: one compiled fit per
 (training-set size, encoding). Prints a table (train / held-out MAE, mean +- standard error over
-trials, percentage points of validation accuracy) and writes it as JSON with ``--out``.
+trials, percentage points of validation accuracy) and writes it as JSON with ``--out`` (atomically).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from absl import app, flags
+from ml_collections import config_flags
 
 from spaces.benchmarks.registry import make_benchmark
+from spaces.files import write_text_atomic
 from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
 
-
-def load_config(spec: str):
-    path, _, arg = spec.partition(":")
-    mod_spec = importlib.util.spec_from_file_location("cfg", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return mod.get_config(arg or None)
+_CONFIG = config_flags.DEFINE_config_file("config", None, "configs/bananas_predictor.py[:nb201|nb101]")
+_OUT = flags.DEFINE_string("out", "", "Write the table as JSON here.")
+flags.mark_flags_as_required(["config"])
 
 
 def table_tokens(bench) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +46,7 @@ def table_tokens(bench) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run(config) -> list[dict]:
-    bench = make_benchmark(config.benchmark)
+    bench = make_benchmark(config.benchmark, **({"data_path": config.data_path} if config.data_path else {}))
     toks, y = table_tokens(bench)
     cfg = MLPEnsembleConfig(**dict(config.mlp))
     rng = np.random.default_rng(config.seed)
@@ -91,20 +91,13 @@ def run(config) -> list[dict]:
     return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True, help="configs/bananas_predictor.py[:nb201|nb101]")
-    ap.add_argument("--out", default="")
-    ap.add_argument("--num_trials", type=int, default=0, help="override the config's trial count")
-    args = ap.parse_args(argv)
-    config = load_config(args.config)
-    if args.num_trials:
-        config.num_trials = args.num_trials
-    rows = run(config)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    rows = run(_CONFIG.value)
+    if _OUT.value:
+        write_text_atomic(_OUT.value, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    app.run(main)

@@ -4,19 +4,26 @@
     python -m scripts.train --config configs/baselines.py:hpolib/naval_propulsion --workdir /tmp/naval \
         --config.num_trials=100 --config.searchers.regularized_evolution.population_size=50
 
-``--config.x=y`` overrides any field of the config; a field that does not
-exist fails loudly (ml_collections). The config is validated (benchmark and
-searcher names, searcher options, data files) before anything is compiled.
-Rerunning with the same ``--workdir`` skips finished searchers and resumes an
-interrupted one; a different config in the same workdir is refused.
+``--config.x=y`` overrides any field of the config, including any option of a
+configured searcher. Every mistake (a misspelt field, a missing file, an unknown
+searcher or benchmark, an option value out of range, a workdir in use) stops
+with one line ``config error: ...`` (or ``data error:``) and exit code 2, before
+anything is compiled or written. Rerunning with the same ``--workdir`` skips
+finished searchers and resumes an interrupted one; a different config in the
+same workdir is refused.
+
+JAX's persistent compilation cache is on by default (``--compilation_cache``,
+default ``$JAX_COMPILATION_CACHE_DIR`` or ``~/.cache/nasjax/jax``; ``--compilation_cache=`` turns it off).
 """
 
 from __future__ import annotations
 
-import sys
+import os
 
-from absl import app, flags
+from absl import flags
 from ml_collections import config_flags
+
+from nas import cli
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<name>.py[:arg]).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (created; reused to resume).")
@@ -24,30 +31,38 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "Draw a progress bar on stderr."
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", 0, "JAX CPU devices to split the seeds over (0 = one per core; 1 = no split). See nas/devices.py."
 )
+_COMPILATION_CACHE = flags.DEFINE_string(
+    "compilation_cache",
+    os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")),
+    "JAX persistent compilation cache directory ('' = off).",
+)
 flags.mark_flags_as_required(["config", "workdir"])
 
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    from nas.devices import use_cpu_cores
+        raise cli.ConfigError(f"unexpected arguments {argv[1:]}; flags look like --config.num_trials=100")
+    if _CPU_DEVICES.value < 0:
+        raise cli.ConfigError(f"--cpu_devices must be >= 0 (0 = one per core), got {_CPU_DEVICES.value}")
+    from nas.devices import enable_compilation_cache, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
-    from nas.experiment import ConfigError, run_experiment
+    enable_compilation_cache(_COMPILATION_CACHE.value)
+    from nas.experiment import run_experiment
     from nas.report import format_table
 
-    config = _CONFIG.value
-    try:
-        summary = run_experiment(config, _WORKDIR.value, progress=_PROGRESS.value)
-    except ConfigError as e:
-        sys.stderr.write(f"config error: {e}\n")
-        return 2
+    summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
     print(format_table(summary))
+    for label, s in summary["searchers"].items():
+        if s.get("repeated_queries"):
+            print(
+                f"WARNING: {label} queried {s['repeated_queries']} configurations twice (the space is nearly exhausted)"
+            )
     if summary["split"] == "validation":
-        print("NOTE: no test data given; these are VALIDATION errors (set --config.test_data=<csv> for test error).")
+        print("NOTE: no test split given; these are VALIDATION figures (set --config.test_data=<csv> where possible).")
     print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")
     return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -11,7 +11,7 @@ Validity is the official one (``api.NASBench.is_valid`` after
 path; the input must reach the output and the pruned cell has at most 9 edges.
 A raw string may thus hold more than 9 edges if the extra ones dangle.
 
-Canonical index (DESIGN.md), jittable: prune (dangling vertices lose their
+Canonical index, jittable: prune (dangling vertices lose their
 edges and get op code 3 = "absent"), then take the minimum, over the 120
 relabellings of the 5 interior vertices that keep the matrix upper-triangular,
 of the 31-bit code ``edge bits (21, first edge most significant) << 10 | op

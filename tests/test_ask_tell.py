@@ -80,3 +80,47 @@ def test_study_with_a_table_objective_reproduces_the_compiled_runner():
     s = make_searcher("local_search", bench.space, max_queries=40, num_init=5)
     hist = jax.jit(make_search(s))(jax.random.PRNGKey(3), bench)
     np.testing.assert_array_equal(np.stack([t.tokens for t in study.trials]), np.asarray(hist.tokens))
+
+
+def test_study_failures_never_hang_and_bad_values_are_refused():
+    space = {"a": [1, 2, 3], "b": ["x", "y", "z"]}
+    calls = []
+
+    def flaky(p):
+        calls.append(p)
+        if len(calls) == 2:
+            raise RuntimeError("the training crashed")
+        if len(calls) == 3:
+            return float("nan")
+        return p["a"] + len(p["b"])
+
+    study = Study(space, searcher="random_search", max_queries=6, batch_size=2)
+    with pytest.raises(RuntimeError, match="crashed"):
+        study.optimize(flaky, n_trials=4)
+    assert [t.state for t in study.trials] == ["complete", "pending"] and len(study.pending()) == 1
+    with pytest.warns(UserWarning, match="recorded as a failed evaluation"):
+        study.optimize(flaky)  # the crashed trial first (now NaN: failed), then the rest of the budget
+    assert len(study.trials) == 6 and study.trials[1].state == "failed" and not study.pending()
+    assert study.optimize(flaky, n_trials=0) is study  # nothing left, nothing asked
+    with pytest.raises(ValueError, match="non-negative"):
+        study.optimize(flaky, n_trials=-3)
+
+    study = Study(space, searcher="random_search", max_queries=6, batch_size=2)
+    with pytest.raises(ValueError, match=r"ask\(3\): only 2 can be handed out"):
+        study.ask(3)
+    assert not study.trials  # nothing handed out, nothing lost
+    t0, t1 = study.ask(2)
+    for bad in ("0.5", True, [1.0], 1j, np.array([1.0, 2.0])):
+        with pytest.raises(TypeError, match="must be a real number"):
+            study.tell(t0, bad)
+    with pytest.raises(ValueError, match="not a trial of this study"):
+        study.tell(-1, 1.0)
+    study.tell(0, np.float32(2.0))
+    t1.params["a"] = 99  # the user edits the params: the study's record is its tokens
+    study.tell(t1, 1.0)
+    assert study.best_value == 1.0 and study.best_params == study.space.to_spec(t1.tokens)  # minimized
+    assert study.best_params["a"] != 99
+    with pytest.raises(ValueError, match="listed twice"):
+        Study({"a": [1, 1, 2]}, max_queries=2)
+    with pytest.raises(ValueError, match="tournament_size"):
+        Study(space, max_queries=5, population_size=3, tournament_size=5)

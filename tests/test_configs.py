@@ -21,3 +21,21 @@ def test_config_loads_and_validates(name):
     assert module.__doc__ and "python -m scripts." in module.__doc__, f"configs/{name}.py: docstring lacks its command"
     if "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
         validate_config(config)
+
+
+def test_loading_configs_does_not_start_a_jax_backend():
+    """``scripts.train`` splits seeds over CPU devices after reading its flags, i.e. after the config file is
+    loaded: importing the library and building configs must not initialize a JAX backend."""
+    import subprocess
+    import sys
+
+    code = (
+        "from jax._src import xla_bridge\n"
+        "import configs.table3, configs.bananas_ablation, nas.searchers, nas.experiment\n"
+        "[m.get_config() for m in (configs.table3, configs.bananas_ablation)]\n"
+        "print(len(xla_bridge._backends))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CONFIG_DIR.parent
+    )
+    assert out.stdout.strip() == "0", out.stderr[-2000:]

@@ -10,6 +10,7 @@ number).
 """
 
 import json
+import os
 import struct
 
 import jax
@@ -139,6 +140,18 @@ def test_convert_load_and_query(full_file, data1k, tmp_path, monkeypatch):
     np.testing.assert_array_equal(np.asarray(first.row_ids), np.asarray(again.row_ids))
     with pytest.raises(ValueError, match="epochs"):
         nb101_data.load(cache, epochs=200)
+    # the cache is keyed by the file's content tag (size, mtime, head and tail hash): a changed tag reconverts
+    converted = []
+    monkeypatch.setattr(nb101_data, "convert", lambda *a, **k: converted.append(1) or pytest.fail("stop"))
+    os.utime(path, ns=(0, 12345))  # same bytes, another mtime: a new tag, reconverted
+    with pytest.raises(pytest.fail.Exception):
+        nb101_data.load(str(path))
+    assert converted == [1]
+    monkeypatch.undo()
+    # a corrupt cache next to the file is rebuilt, with a warning
+    (path.parent / "nasbench_full.nb101.npz").write_bytes(b"garbage")
+    rebuilt = nb101_data.load(str(path))
+    np.testing.assert_array_equal(np.asarray(first.row_ids), np.asarray(rebuilt.row_ids))
 
 
 def _corrupt(tmp_path, records, how):
@@ -158,6 +171,10 @@ def _corrupt(tmp_path, records, how):
         b = b[: offs[-2] + 40]
     elif how == "truncated_header":
         b = b[: offs[-1] - 16 - len(records[-1]) + 5]
+    elif how == "length_high_bit":
+        b[offs[2] + 7] |= 0x80  # a length >= 2**63: must never be used before its CRC is checked
+    elif how == "not_tfrecord":
+        b = bytearray(b"PK\x03\x04" + bytes(range(256)) * 4)
     path.write_bytes(bytes(b))
     return path
 
@@ -170,6 +187,8 @@ def _corrupt(tmp_path, records, how):
         ("data_crc", r"record 3 at byte offset \d+: data CRC mismatch"),
         ("truncated", r"record 5 at byte offset \d+: truncated record"),
         ("truncated_header", r"record 5 at byte offset \d+: truncated header"),
+        ("length_high_bit", r"record 2 at byte offset \d+: length CRC mismatch \(corrupt file\)"),
+        ("not_tfrecord", r"record 0 at byte offset 0: length CRC mismatch \(not a TFRecord file\)"),
     ],
 )
 def test_corrupt_files_fail_with_record_and_offset(data1k, tmp_path, how, pattern):

@@ -9,6 +9,7 @@ import pytest
 
 from spaces import nb201
 from spaces.benchmarks import nb201 as nb201_tables
+from spaces.files import DataError
 
 SPACE = nb201.SPACE
 NONE, SKIP, C1, C3, POOL = range(5)
@@ -136,7 +137,7 @@ def test_csv_garbled_files_fail_clearly(tmp_path, edit, match):
 
 
 def test_csv_missing_empty_or_binary(tmp_path):
-    with pytest.raises(FileNotFoundError, match="test CSV not found"):
+    with pytest.raises(DataError, match="test CSV not found"):
         nb201_tables.load("cifar10", test_csv=str(tmp_path / "absent.csv"))
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(ValueError, match="needs columns"):

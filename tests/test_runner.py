@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from configs import default
-from nas import experiment
+from nas import experiment, experiment_config
 from nas.host_loop import auto_chunk_steps, run_chunked
 from nas.report import incumbent_scores, query_points
 from nas.runner import incumbent_curve, make_run, make_search
@@ -52,8 +52,8 @@ def test_same_seed_same_numbers_and_vmap_equals_single():
 def test_chunked_host_loop_equals_one_scan():
     # the resume test's searcher, seeds and chunk program (compiled once with a compilation cache)
     config = small_config()
-    s = experiment.build_searcher(config, "regularized_evolution", bench().space)
-    keys = experiment.trial_keys(config)
+    s = experiment_config.build_searcher(config, "regularized_evolution", bench().space)
+    keys = experiment_config.trial_keys(config)
     whole = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, bench())
     chunked = run_chunked(s, bench(), keys, chunk_steps=5, progress=False)
     np.testing.assert_array_equal(np.asarray(whole.tokens), np.asarray(chunked.tokens))

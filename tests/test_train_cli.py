@@ -39,7 +39,8 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
     for s in summary["searchers"].values():
         assert s["queries"] == [4, 8, 12] and s["num_trials"] == 4
         assert all(3 < m < 60 for m in s["mean"]) and all(sd >= 0 for sd in s["std"])
-    assert json.loads((wd / "config.json").read_text())["searchers"]["regularized_evolution"]["population_size"] == 5
+    saved = json.loads((wd / "config.json").read_text())["searchers"]["regularized_evolution"]
+    assert saved["population_size"] == 5 and saved["tournament_size"] == 3
     h = np.load(wd / "history" / "regularized_evolution.npz")
     assert h["tokens"].shape == (4, 12, 6) and h["score"].shape == h["report_score"].shape == h["cost"].shape == (4, 12)
     lines = [json.loads(x) for x in (wd / "metrics.jsonl").read_text().splitlines()]
@@ -57,14 +58,41 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
     assert json.loads((wd / "summary.json").read_text())["searchers"] == summary["searchers"]
 
 
-def test_train_fails_loudly(tmp_path):
-    r = train("--config.num_trails=5", workdir=tmp_path / "a")  # typo in an override
-    assert r.returncode != 0 and "num_trails" in r.stderr
-    r = train(*SMALL, "--config.searchers.local_search.name=local_serch", workdir=tmp_path / "b")
-    assert r.returncode == 2 and "unknown searcher 'local_serch'" in r.stderr and "Did you mean" in r.stderr
-    r = train(*SMALL, "--config.benchmark=nb201/cifar11", workdir=tmp_path / "c")
-    assert r.returncode == 2 and "unknown benchmark" in r.stderr
-    # without test data the job says it reports validation error
-    r = train(*SMALL, "--config.only=random_search", workdir=tmp_path / "d")
-    assert r.returncode == 0 and "VALIDATION" in r.stdout
-    assert json.loads((tmp_path / "d" / "summary.json").read_text())["split"] == "validation"
+def one_line_error(r, kind="config error"):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"{kind}: "), r.stderr[-2000:]
+    return lines[0]
+
+
+def test_train_mistakes_get_one_line_and_exit_2(tmp_path):
+    line = one_line_error(train("--config.num_trails=5", workdir=tmp_path / "a"))  # typo in an override
+    assert "num_trails" in line and "Did you mean" in line and "num_trials" in line
+    line = one_line_error(train(*SMALL, "--config.searchers.local_search.name=local_serch", workdir=tmp_path / "b"))
+    assert "unknown searcher 'local_serch'" in line and "Did you mean" in line
+    cmd = [sys.executable, "-m", "scripts.train", "--config", "configs/nope.py", "--workdir", str(tmp_path / "c")]
+    line = one_line_error(subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600))
+    assert "config file not found: configs/nope.py" in line
+    cmd[4] = "configs/table3.py:nb201/cifar11"  # get_config rejects its argument
+    line = one_line_error(subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600))
+    assert "get_config('nb201/cifar11')" in line and "choose one of" in line
+    line = one_line_error(
+        train(*SMALL, "--config.searchers.regularized_evolution.population_size=0", workdir=tmp_path / "d")
+    )
+    assert "population_size must be >= 1" in line
+    assert not (tmp_path / "d").exists()  # nothing written: the fixed rerun is not refused
+    line = one_line_error(train(*SMALL, "--config.report_every=0", workdir=tmp_path / "e"))
+    assert "report_every" in line
+    line = one_line_error(train(*SMALL, "--cpu_devices=-1", workdir=tmp_path / "f"))
+    assert "cpu_devices" in line
+
+
+def test_train_runs_an_option_the_config_file_does_not_set(tmp_path):
+    # configs list every option of their searchers, so any option can be overridden
+    r = train(*SMALL, "--config.only=local_search", "--config.searchers.local_search.full_neighborhood=true",
+              workdir=tmp_path / "a")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    entry = json.loads((tmp_path / "a" / "config.json").read_text())["searchers"]["local_search"]
+    assert entry["full_neighborhood"] is True and entry["num_init"] == 10
+    # without test data the job says it reports validation figures
+    assert "VALIDATION" in r.stdout
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["split"] == "validation"

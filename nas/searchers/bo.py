@@ -198,7 +198,9 @@ class BOSearcher(Searcher):
         def propose(k):
             return jax.vmap(self.space.sample)(jax.random.split(k, max(2 * self.batch_size, 16)))
 
-        tokens, _ = fill_unique(key, self.space, propose, seen, self.batch_size)
+        tokens, _ = fill_unique(
+            key, self.space, propose, seen, self.batch_size, fallback_rounds=0
+        )  # the proposal is uniform already
         return tokens
 
     def ask(self, key, state):

@@ -142,7 +142,9 @@ class LocalSearch(Searcher):
             return jax.vmap(self.space.sample)(jax.random.split(k, 16))
 
         seen_n = seen_add(state.seen, jnp.where(jnp.arange(b) < n_nbr, nbr_ids, EMPTY))
-        rand, _ = fill_unique(k_rand, self.space, propose, seen_n, b)
+        rand, _ = fill_unique(
+            k_rand, self.space, propose, seen_n, b, fallback_rounds=0
+        )  # the proposal is uniform already
         slots = jnp.arange(b)
         is_nbr = slots < n_nbr
         tokens = jnp.where(is_nbr[:, None], nbrs, rand[jnp.clip(slots - n_nbr, 0, b - 1)])

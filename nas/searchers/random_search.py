@@ -45,7 +45,9 @@ class RandomSearch(Searcher):
         def propose(k):
             return jax.vmap(self.space.sample)(jax.random.split(k, self.options.pool))
 
-        tokens, _ = fill_unique(key, self.space, propose, state.seen, self.batch_size)
+        tokens, _ = fill_unique(
+            key, self.space, propose, state.seen, self.batch_size, fallback_rounds=0
+        )  # the proposal is uniform already
         return tokens, state
 
     def tell(self, key, tokens, scores, state):

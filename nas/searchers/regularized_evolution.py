@@ -21,7 +21,7 @@ Choices (documented differences from the sources):
   10 random strings and lets children grow the population up to its size;
   ``num_init=10`` gives that (the population is a ring buffer that fills first,
   then replaces its oldest member).
-- Never re-query (DESIGN.md): a child that was already queried is not spent.
+- Never re-query (the library's promise, ``nas.dedup``): a child that was already queried is not spent.
   ``fill_unique`` draws rounds of ``mutants_per_round`` mutants from fresh
   tournaments and takes the first new string, so the selection pressure is the
   paper's; the sources simply re-query duplicates.
@@ -124,7 +124,9 @@ class RegularizedEvolution(Searcher):
             kids = jax.vmap(lambda kr: jax.vmap(self.space.mutate)(kr, parents))(keys)  # [M, B, N]
             return kids.reshape(m * b, -1)
 
-        rand, _ = fill_unique(k_rand, self.space, propose_random, state.seen, b)
+        rand, _ = fill_unique(
+            k_rand, self.space, propose_random, state.seen, b, fallback_rounds=0
+        )  # the proposal is uniform already
         is_init = state.num_told + jnp.arange(b) < self.num_init
         # children must also differ from the random strings a mixed batch queries
         rand_ids = jnp.where(is_init, jax.vmap(self.space.string_id)(rand), EMPTY)

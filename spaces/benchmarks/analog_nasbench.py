@@ -37,8 +37,9 @@ import pickle
 import numpy as np
 
 from spaces import nb201
-from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.files import DataError
 
 ACCURACIES = {m: f"{m}_accuracy" for m in ("baseline", "ptq", "qat", "noisy", "analog")}
 DRIFTS = {f"{k}_drift_{t}": f"{k}_drift_{t}" for k in ("baseline", "analog") for t in (60, 3600, 86400, 2592000)}
@@ -84,8 +85,7 @@ def package_table() -> dict:
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("AnalogNAS-Bench needs the 'analog-nasbench' package: pip install analog-nasbench")
     path = os.path.join(list(spec.submodule_search_locations)[0], "data.anb")
-    with open(path, "rb") as f:
-        return _Unpickler(f).load()
+    return load_package_pickle(path, "analog-nasbench", _Unpickler)
 
 
 def _value(x) -> float:
@@ -98,13 +98,13 @@ def _arrays() -> dict[str, np.ndarray]:
     radix = 5 ** np.arange(5, -1, -1)
     rows = np.asarray([int(to_nb201_tokens(k) @ radix) for k in table])
     if len(table) != 5**6 or len(np.unique(rows)) != 5**6:
-        raise ValueError(f"analog-nasbench: expected the 15625 NB201 cells once each, got {len(table)} entries")
+        raise DataError(f"analog-nasbench: expected the 15625 NB201 cells once each, got {len(table)} entries")
     out = {}
     for name, attr in METRICS.items():
         vals = np.full(5**6, np.nan, np.float32)
         vals[rows] = [_value(getattr(rec, attr)) for rec in table.values()]
         if np.any(~np.isfinite(vals)):
-            raise ValueError(f"analog-nasbench: {attr} has missing values")
+            raise DataError(f"analog-nasbench: {attr} has missing values")
         out[name] = vals
     return out
 

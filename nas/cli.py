@@ -1,0 +1,99 @@
+"""Command-line plumbing shared by the scripts: one clear line per mistake, exit code 2.
+
+``run(main)`` runs an absl ``main`` with a flags parser that turns flag and
+config-file mistakes (a misspelt ``--config.x``, a missing config file, a
+``get_config(arg)`` that rejects its argument, a value of the wrong type) into
+one line ``config error: ...``, and turns the library's own errors raised by
+``main`` (``ConfigError``, ``DataError``, ``CheckpointError``) into
+``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...``. Any other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from absl import app, flags
+
+from nas.checkpoint import CheckpointError
+from nas.experiment_config import ConfigError
+
+__all__ = ["ConfigError", "DataError", "CheckpointError", "run", "parse_flags", "guarded"]
+from spaces.files import DataError
+
+
+def _config_spec(argv: list[str]) -> str | None:
+    for i, a in enumerate(argv):
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _unquote(msg: str) -> str:
+    """ml_collections wraps messages in several layers of repr quotes."""
+    for _ in range(3):
+        msg = msg.strip()
+        if len(msg) >= 2 and msg[0] == msg[-1] and msg[0] in "'\"":
+            msg = msg[1:-1]
+        msg = msg.replace("\\'", "'").replace('\\"', '"').replace("\\\\n", "\n").replace("\\n", "\n")
+    return " ".join(msg.split())
+
+
+def flag_error_line(e: BaseException, argv: list[str]) -> str:
+    """One line saying what is wrong with the command line and how to fix it."""
+    spec = _config_spec(argv)
+    path = spec.split(":", 1)[0] if spec else None
+    if path is not None and not os.path.isfile(path):
+        return f"config file not found: {path} (give --config=configs/<name>.py[:argument])"
+    arg = spec.split(":", 1)[1] if spec and ":" in spec else None
+    if "Error whilst parsing config file" in str(e):  # get_config raised: its last traceback line says why
+        last = [line for line in str(e).splitlines() if line.strip()][-1].strip()
+        return f"{path}: get_config({arg!r}) failed: {last} (see the file's docstring for its arguments)"
+    msg = _unquote(str(e))
+    if isinstance(e, AttributeError):  # ml_collections: an override of a field the config does not have
+        field = re.match(r"'?([^'\s]+)'?", msg)
+        hint = msg[msg.find("Did you mean") :] if "Did you mean" in msg else ""
+        name = field.group(1) if field else msg
+        return f"the config has no field {name!r} ({spec}). {hint}".strip()
+    if isinstance(e, flags.Error):
+        return msg
+    return f"{path}: get_config({arg!r}) failed: {type(e).__name__}: {msg} (see the file's docstring for its arguments)"
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """``flags.FLAGS(argv)`` with one-line errors (exit code 2)."""
+    try:
+        rest = flags.FLAGS(argv)
+        if "config" in flags.FLAGS:  # config_flags loads the file lazily: load it now, while errors get one line
+            _ = list(flags.FLAGS["config"].value.keys())
+        return rest
+    except Exception as e:  # noqa: BLE001 - config files run arbitrary code; every failure gets one line
+        sys.stderr.write(f"config error: {flag_error_line(e, argv)}\n")
+        sys.exit(2)
+
+
+ERRORS = ((ConfigError, "config error"), (DataError, "data error"), (CheckpointError, "checkpoint error"))
+
+
+def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], int | None]:
+    """``main`` with the library's errors printed as one line and exit code 2."""
+
+    def wrapped(argv):
+        try:
+            return main(argv)
+        except tuple(cls for cls, _ in ERRORS) as e:
+            kind = next(k for cls, k in ERRORS if isinstance(e, cls))
+            sys.stderr.write(f"\n{kind}: {' '.join(str(e).split())}\n")
+            return 2
+
+    return wrapped
+
+
+def run(main: Callable[[list[str]], int | None]) -> None:
+    """``app.run`` with one-line errors for flags, configs and the library's errors."""
+    app.run(guarded(main), flags_parser=parse_flags)

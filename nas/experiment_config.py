@@ -1,0 +1,198 @@
+"""Experiment configs: their schema, their validation, and the objects they build.
+
+A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
+``get_config(arg)``) names one benchmark and the searchers to compare on it::
+
+    benchmark     registered benchmark name (spaces.benchmarks.registry)
+    protocol      "mean" | "random" (tables with seeds; ignored by objectives without)
+    test_data     optional file of test scores (NB201's test CSV)
+    data_path     optional data file (NB-101's TFRecord, UCI folders, ...)
+    num_trials    seeds per searcher
+    max_queries   the query budget of every trial
+    seed          the root seed (trial keys are split from it)
+    report_every  query counts of the summary table (every k queries)
+    chunk_steps   steps per compiled chunk (0 = about 10 chunks)
+    only          comma-separated searcher labels to run ("" = all)
+    searchers     label -> {"name": registered searcher, **its options}
+
+``searcher_configs`` builds ``config.searchers`` with every option of each
+searcher listed (defaults filled in), so any option can be overridden on the
+command line (``--config.searchers.<label>.<option>=value``).
+``validate_config`` checks every name, option and value before anything is
+built or compiled; errors are ``ConfigError`` with one line naming the field and
+the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import jax
+import ml_collections
+
+from nas.searcher import Searcher, available_searchers, make_options, searcher_class
+from spaces.names import unknown
+
+REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searchers")
+# config fields -> benchmark loader options
+BENCH_OPTIONS = {"test_data": "test_csv", "data_path": "data_path"}
+# fields that change what a run computes: a rerun in the same workdir must agree on them
+RUN_FIELDS = ("benchmark", "protocol", "test_data", "data_path", "num_trials", "max_queries", "seed")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a label names files under the workdir
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message names the field and the fix."""
+
+
+def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
+    """``config.searchers`` from ``label={"name": registered searcher, **options}``.
+
+    Each entry lists every option of its searcher, the given ones and the
+    defaults of the rest (the budget comes from ``config.max_queries``), so the
+    config file shows what runs and the command line can override any option.
+    """
+    out = {}
+    for label, entry in entries.items():
+        entry = dict(entry)
+        name = entry.pop("name", None)
+        if name not in available_searchers():
+            raise ConfigError(f"searchers.{label}.name: {unknown('searcher', name, available_searchers())}")
+        try:
+            options = make_options(name, **entry)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"searchers.{label}: {e}") from e
+        values = {k: v for k, v in dataclasses.asdict(options).items() if k != "max_queries"}
+        out[label] = {"name": name, **values}
+    return ml_collections.ConfigDict(out, sort_keys=False)  # run and report in the order given
+
+
+def to_dict(config) -> dict:
+    return config.to_dict() if hasattr(config, "to_dict") else dict(config)
+
+
+def get(cfg: dict, key: str, default=None):
+    v = cfg.get(key, default)
+    return default if v is None else v
+
+
+def searcher_entries(config) -> dict[str, dict]:
+    """label -> {"name": registry name, **options}."""
+    return {label: dict(entry) for label, entry in to_dict(config)["searchers"].items()}
+
+
+def selected_labels(config) -> list[str]:
+    cfg = to_dict(config)
+    labels = list(cfg["searchers"])
+    only = [s.strip() for s in str(get(cfg, "only", "")).split(",") if s.strip()]
+    bad = [s for s in only if s not in labels]
+    if bad:
+        raise ConfigError(f"config.only names {bad}, which are not searcher labels of this config: {labels}")
+    return [lb for lb in labels if not only or lb in only]
+
+
+def benchmark_kwargs(cfg: dict) -> dict:
+    """The loader options the config sets (``protocol`` only for loaders that take one)."""
+    from spaces.benchmarks.registry import benchmark_options
+
+    allowed = benchmark_options(cfg["benchmark"])
+    kwargs = {"protocol": cfg["protocol"]} if "protocol" in allowed else {}
+    for field, opt in BENCH_OPTIONS.items():
+        if get(cfg, field, ""):
+            kwargs[opt] = cfg[field]
+    return kwargs
+
+
+def _check_int(cfg: dict, field: str, low: int, what: str) -> None:
+    value = cfg.get(field, low)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"config.{field} must be an integer {what}, got {value!r}")
+
+
+def validate_config(config) -> None:
+    """Fails with a clear message on anything that would fail later (before any compile)."""
+    from spaces.benchmarks.registry import available_benchmarks, benchmark_options
+
+    cfg = to_dict(config)
+    missing = [k for k in REQUIRED if k not in cfg]
+    if missing:
+        raise ConfigError(f"config lacks field(s) {missing}; see configs/default.py for the schema")
+    name = cfg["benchmark"]
+    if name not in available_benchmarks():
+        raise ConfigError(f"config.benchmark: {unknown('benchmark', name, available_benchmarks())}")
+    if cfg["protocol"] not in ("mean", "random"):
+        raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
+    allowed = benchmark_options(name)
+    for field, opt in BENCH_OPTIONS.items():
+        value = get(cfg, field, "")
+        if not value:
+            continue
+        if opt not in allowed:
+            raise ConfigError(f"config.{field} is set but benchmark {name!r} takes no {opt!r} (its options: {allowed})")
+        if not os.path.exists(value):
+            raise ConfigError(f"config.{field}: file not found: {value}")
+    _check_int(cfg, "num_trials", 1, ">= 1")
+    _check_int(cfg, "max_queries", 1, ">= 1")
+    _check_int(cfg, "seed", -(2**31), "(a seed)")
+    _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
+    _check_int(cfg, "chunk_steps", 0, ">= 0 (0 = about 10 chunks per run)")
+    if not cfg["searchers"]:
+        raise ConfigError("config.searchers is empty: name at least one searcher")
+    for label in searcher_entries(config):
+        if not LABEL.match(label):
+            raise ConfigError(
+                f"config.searchers: label {label!r} must be letters, digits, '_', '.' or '-' (it names files)"
+            )
+        searcher_options_of(config, label)
+    selected_labels(config)
+
+
+def searcher_options_of(config, label: str):
+    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError."""
+    entry = searcher_entries(config)[label]
+    sname = entry.get("name")
+    if sname not in available_searchers():
+        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, available_searchers())}")
+    opts = {k: v for k, v in entry.items() if k != "name"}
+    if "max_queries" in opts:
+        raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
+    max_queries = int(to_dict(config)["max_queries"])
+    try:
+        options = make_options(sname, max_queries=max_queries, **opts)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"config.searchers.{label}: {e}") from e
+    return options
+
+
+def build_benchmark(config):
+    from spaces.benchmarks.registry import make_benchmark
+
+    cfg = to_dict(config)
+    return make_benchmark(cfg["benchmark"], **benchmark_kwargs(cfg))
+
+
+def build_searcher(config, label: str, space) -> Searcher:
+    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space)."""
+    options = searcher_options_of(config, label)
+    try:
+        return searcher_class(searcher_entries(config)[label]["name"])(space, options)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"config.searchers.{label}: {e}") from e
+
+
+def check_budget(config, space) -> None:
+    """A budget the space can pay without querying a configuration twice."""
+    n = getattr(space, "num_configurations", None)
+    q = int(to_dict(config)["max_queries"])
+    if n is not None and q > n:
+        raise ConfigError(
+            f"config.max_queries={q} exceeds the {n} distinct configurations of {space.name} "
+            "(no configuration is queried twice); lower max_queries"
+        )
+
+
+def trial_keys(config) -> jax.Array:
+    cfg = to_dict(config)
+    return jax.random.split(jax.random.PRNGKey(int(cfg["seed"])), int(cfg["num_trials"]))

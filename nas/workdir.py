@@ -1,0 +1,159 @@
+"""The workdir of an experiment: one run, written atomically, locked while it runs, resumable.
+
+    config.json             the config of the run (a rerun must agree on what the numbers mean)
+    history/<label>.npz     every trial's queries of a finished searcher
+    ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.checkpoint``)
+    metrics.jsonl           one JSON line per compiled chunk and searcher (progress)
+    summary.json, results.csv, curves.png   the reports (``nas.report``)
+    .lock                   held by the process that runs in the workdir
+
+Every file is written atomically (``spaces.files``): a kill leaves the old file
+or the new one. A chunk's metrics line is written before its checkpoint and
+replaces any earlier line of the same searcher and step, so a kill between the
+two loses nothing and a resumed run writes no line twice. Unreadable files get
+an error that names the file and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from nas import report as rep
+from nas.experiment_config import RUN_FIELDS, ConfigError, to_dict
+from spaces.files import savez_atomic, write_text_atomic
+
+HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
+
+
+class Workdir:
+    """Paths, checks and the lock of one experiment directory (``open`` before writing anything)."""
+
+    def __init__(self, path: str):
+        if not path or not str(path).strip():
+            raise ConfigError("--workdir is empty: give the directory to write the run into")
+        self.path = os.path.abspath(os.path.expanduser(str(path)))
+        self._lock_fd = None
+
+    def file(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts)
+
+    # -- creation and the lock -------------------------------------------------------
+    def open(self) -> Workdir:
+        """Creates the directory tree and takes the lock (a ``ConfigError`` when impossible or taken)."""
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise ConfigError(f"--workdir {self.path} is a file, not a directory; choose another path")
+        try:
+            for sub in ("history", "ckpt"):
+                os.makedirs(self.file(sub), exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create --workdir {self.path}: {e.strerror or e}; choose another path") from e
+        if not os.access(self.path, os.W_OK | os.X_OK):
+            raise ConfigError(f"--workdir {self.path} is not writable; choose another path")
+        self._lock()
+        return self
+
+    def _lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock (documented limit)
+            return
+        fd = os.open(self.file(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ConfigError(
+                f"--workdir {self.path} is in use by another run (pid {other}); wait for it to finish, "
+                "or use another --workdir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the file releases the lock
+            self._lock_fd = None
+
+    def __enter__(self) -> Workdir:
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the config of the run -----------------------------------------------------------
+    def saved_config(self) -> dict | None:
+        path = self.file("config.json")
+        if not os.path.exists(path):
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise ConfigError(
+                f"{path} is unreadable ({e}); delete the workdir to start over, or restore the file"
+            ) from e
+
+    def check_config(self, config) -> None:
+        """A rerun must agree with the saved config on what the numbers mean (else a ConfigError)."""
+        old = self.saved_config()
+        if old is None:
+            return
+        new = json.loads(json.dumps(rep.clean(to_dict(config))))
+        diffs = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in RUN_FIELDS if old.get(k) != new.get(k)]
+        for label, entry in new["searchers"].items():
+            if label in old.get("searchers", {}) and old["searchers"][label] != entry:
+                diffs.append(f"searchers.{label}: {old['searchers'][label]} -> {entry}")
+        if diffs:
+            raise ConfigError(
+                f"workdir {self.path} holds a run with a different config; resuming it would mix results: "
+                + "; ".join(diffs)
+                + ". Use a new --workdir, or delete this one to start over."
+            )
+
+    def save_config(self, config) -> None:
+        rep.write_json(self.file("config.json"), to_dict(config))
+
+    # -- per-searcher files ----------------------------------------------------------------
+    def history_path(self, label: str) -> str:
+        return self.file("history", f"{label}.npz")
+
+    def ckpt_path(self, label: str) -> str:
+        return self.file("ckpt", f"{label}.npz")
+
+    def save_history(self, label: str, history, entry: dict) -> None:
+        arrays = {k: np.asarray(getattr(history, k)) for k in HISTORY_FIELDS}
+        savez_atomic(self.history_path(label), {**arrays, "entry": np.asarray(json.dumps(entry))})
+
+    def load_history(self, label: str) -> dict[str, np.ndarray]:
+        """The arrays of a finished searcher (a ConfigError naming the file when it is unreadable)."""
+        path = self.history_path(label)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in HISTORY_FIELDS}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+            raise ConfigError(
+                f"{path} is unreadable ({type(e).__name__}: {e}); delete it to run searcher {label!r} again"
+            ) from e
+
+    def record_metrics(self, line: dict) -> None:
+        """Adds one chunk's line to ``metrics.jsonl``, replacing an earlier line of the same searcher and step."""
+        path = self.file("metrics.jsonl")
+        kept = []
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                for raw in f.read().splitlines(keepends=True):
+                    if not raw.endswith("\n"):
+                        continue  # a partial line from an interrupted non-atomic writer
+                    try:
+                        old = json.loads(raw)
+                    except json.JSONDecodeError:
+                        continue
+                    if (old.get("searcher"), old.get("step")) != (line["searcher"], line["step"]):
+                        kept.append(raw)
+        write_text_atomic(path, "".join(kept) + json.dumps(rep.clean(line)) + "\n")

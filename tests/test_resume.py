@@ -1,0 +1,54 @@
+"""Kill and resume: every registered searcher, interrupted in one process and resumed in another,
+ends with the same history, bit for bit, as an uninterrupted run."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from nas.searcher import available_searchers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_SCRIPT = """
+import sys
+from configs import default
+from nas.experiment import run_experiment
+from nas.experiment_config import searcher_configs
+from nas.searcher import available_searchers
+from tests.searcher_settings import cheap_options
+
+config = default.get_config()
+config.num_trials, config.max_queries, config.chunk_steps, config.report_every = 2, 40, 2, 10
+entries = {}
+for name in available_searchers():
+    opts = cheap_options(name)
+    opts.pop("max_queries", None)
+    entries[name] = {"name": name, **opts}
+config.searchers = searcher_configs(**entries)
+mode, workdir = sys.argv[1], sys.argv[2]
+out = run_experiment(config, workdir, progress=False, max_chunks=2 if mode == "interrupt" else None)
+print("interrupted" if out is None else "finished")
+"""
+
+
+def run(mode, workdir):
+    r = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, mode, str(workdir)], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_every_searcher_resumes_in_a_new_process_bit_for_bit(tmp_path):
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert run("whole", whole) == "finished"
+    assert run("interrupt", part) == "interrupted"
+    assert sorted(os.listdir(part / "ckpt")) == sorted(f"{n}.npz" for n in available_searchers())
+    assert run("resume", part) == "finished"  # a new process: fingerprints and compiled programs rebuilt
+    assert not os.listdir(part / "ckpt")
+    for name in available_searchers():
+        a, b = np.load(whole / "history" / f"{name}.npz"), np.load(part / "history" / f"{name}.npz")
+        for k in ("tokens", "score", "report_score", "cost"):
+            np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name}: {k}")

@@ -113,7 +113,9 @@ class SMBOLinear(Searcher):
         # a slot is random with probability random_prob, or when the pool had too few new strings
         use_random = (jax.random.uniform(k_coin, (b,)) < self.options.random_prob) | ~chosen_ok
         keep_ids = jnp.where(use_random, -2, ids[top])
-        rand, _ = fill_unique(k_rand, self.space, self._propose_random, seen_add(state.seen, keep_ids), b)
+        rand, _ = fill_unique(
+            k_rand, self.space, self._propose_random, seen_add(state.seen, keep_ids), b, fallback_rounds=0
+        )  # the proposal is uniform already
         slot = rank_among(use_random)
         tokens = jnp.where(use_random[:, None], rand[jnp.clip(slot, 0, b - 1)], chosen)
         return tokens.astype(jnp.int32), state

@@ -7,12 +7,15 @@ of architectures of a flattened space (``FlatLanguageSpace``) on a ``Dataset``:
 1. each string is decoded and compiled to a ``Plan`` (``spaces.language.compile``);
 2. the batch is grouped by ``Plan.signature``: architectures with one signature compute the same
    function of (parameters, inputs, traced hyperparameters), so a group trains as ONE program,
-   ``vmap``-ed over its members (their initial parameters, data order, dropout rates and
-   activation choices differ; the group is padded to a power of two so a group size compiles
-   once);
+   ``vmap``-ed over its members (their traced hyperparameters, e.g. dropout rates and activation
+   choices, differ; the group is padded to a power of two so a group size compiles once);
 3. programs are cached per (signature, group size): an architecture seen again, or another one
    with the same signature, reuses the compiled train step. Results are memoized per
    (canonical string, seed), so an architecture queried twice is trained once.
+
+An architecture trained with seed ``s`` starts from the key ``fold_in(PRNGKey(s), crc32 of its
+canonical string)`` (initial parameters, data order, dropout masks), so its result does not depend
+on which other candidates share its batch or group.
 
 One program trains ``epochs`` epochs of mini-batch Adam in a ``lax.scan`` (network = the
 architecture's graph, then flatten and a dense head with ``num_outputs``), then scores the
@@ -28,6 +31,7 @@ import collections
 import dataclasses
 import math
 import time
+import zlib
 
 import flax.linen as nn
 import jax
@@ -47,6 +51,8 @@ class TrainConfig:
     batch_size: mini-batch size (the last partial batch of an epoch is dropped).
     learning_rate: Adam's step size (0.001 in the paper).
     max_group: largest number of candidates vmapped in one program (larger groups are split).
+    min_group: smallest program size: groups are padded to a power of two, at least this
+        (``min_group = max_group``: one program per signature, at the price of padded rows).
     eval_batch: rows per forward pass when scoring a split.
     """
 
@@ -54,7 +60,17 @@ class TrainConfig:
     batch_size: int = 64
     learning_rate: float = 1e-3
     max_group: int = 16
+    min_group: int = 1
     eval_batch: int = 512
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "max_group", "min_group", "eval_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training option {name} must be >= 1, got {getattr(self, name)}")
+        if self.min_group > self.max_group:
+            raise ValueError(f"min_group ({self.min_group}) must be <= max_group ({self.max_group})")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
 
 
 class Network(nn.Module):
@@ -125,9 +141,7 @@ def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
             params = optax.apply_updates(params, updates)
             return (params, upd.get("batch_stats", stats) if stats is not None else None, opt_state), loss
 
-        (params, stats, _), losses = jax.lax.scan(
-            step, (params, stats, opt_state), (jnp.arange(perms.shape[0]), perms)
-        )
+        (params, stats, _), losses = jax.lax.scan(step, (params, stats, opt_state), (jnp.arange(perms.shape[0]), perms))
         v = {"params": params} if stats is None else {"params": params, "batch_stats": stats}
         finite = jnp.all(jnp.isfinite(losses)) & jnp.all(
             jnp.asarray([jnp.all(jnp.isfinite(a)) for a in jax.tree_util.tree_leaves(v)])
@@ -141,6 +155,11 @@ def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
         }
 
     return jax.jit(jax.vmap(train_one, in_axes=(0, 0) + (None,) * 6))
+
+
+def candidate_hash(canonical: tuple) -> int:
+    """A process-independent 31-bit hash of a canonical token string (folded into the training key)."""
+    return zlib.crc32(np.asarray(canonical, np.int32).tobytes()) & 0x7FFFFFFF
 
 
 class Trainer:
@@ -190,7 +209,10 @@ class Trainer:
         out["cost"] = np.zeros(m, np.float32)
         out["params"] = np.zeros(m, np.float32)
         groups: dict[tuple, list] = {}
+        valid = np.asarray(jax.vmap(self.space.is_valid)(jnp.asarray(tokens, jnp.int32)))
         for i in range(m):
+            if not valid[i]:
+                continue  # -inf, never trained
             canon = tuple(np.where(self.space.active_np(tokens[i]), tokens[i], 0).tolist())
             memo_key = (canon, int(seeds[i]))
             if memo_key in self.memo:
@@ -202,16 +224,20 @@ class Trainer:
             if plan is None:
                 continue
             groups.setdefault(plan.signature, []).append((i, plan, memo_key))
+        keys = {}
+        for members in groups.values():
+            for i, _, (canon, seed) in members:
+                keys[i] = np.asarray(jax.random.fold_in(jax.random.PRNGKey(int(seed)), candidate_hash(canon)))
         for members in groups.values():
             for start in range(0, len(members), self.cfg.max_group):
-                self._train_group(members[start : start + self.cfg.max_group], seeds, out)
+                self._train_group(members[start : start + self.cfg.max_group], keys, out)
         return out
 
-    def _train_group(self, members: list, seeds: np.ndarray, out: dict) -> None:
-        k = 1 << (len(members) - 1).bit_length()  # padded to a power of two: one program per size
+    def _train_group(self, members: list, keys: dict, out: dict) -> None:
+        k = max(1 << (len(members) - 1).bit_length(), self.cfg.min_group)  # a power of two: a program per size
         rows = [members[min(j, len(members) - 1)] for j in range(k)]
         traced = np.stack([p.traced_vector for _, p, _ in rows]).reshape(k, -1)
-        keys = np.stack([np.asarray(jax.random.PRNGKey(int(seeds[i]))) for i, _, _ in rows])
+        keys = np.stack([keys[i] for i, _, _ in rows])
         prog = self.program(rows[0][1], k, traced)
         t = time.perf_counter()
         res = jax.device_get(prog(jnp.asarray(keys, jnp.uint32), jnp.asarray(traced), *self._arrays))

@@ -9,8 +9,9 @@ Modules: ``hyperparameters``, ``core`` (graphs, Algorithm 1 transitions, Algorit
 traversals), ``library`` (substitution modules), ``flax_modules`` (basic modules), ``compile``
 (Algorithm 4, a terminal space -> flax model), ``search_space`` (``LanguageSpace``,
 ``Architecture``), ``counting``, ``flatten`` (a bounded space -> ``spaces.base.Space``),
-``examples`` (the paper's figures), ``table1`` (Section 7's spaces), ``benchmark_cells``
-(NAS-Bench-101/201 networks), ``training`` (real evaluation).
+``examples`` (the paper's figures), ``datasets`` (digits, diabetes, optional CIFAR-10),
+``training`` (optax training of compiled networks, vmapped per signature), ``tasks`` (spaces
+paired with data: host-side objectives).
 """
 
 from spaces.language.compile import CompiledNetwork, compile_graph, plan_of

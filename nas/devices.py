@@ -9,20 +9,28 @@ backend starts (``jax_num_cpu_devices``). On a GPU or TPU host the same code sha
 accelerators (one GPU: no sharding, nothing changes).
 
 Results do not depend on the sharding: each seed runs the same per-seed program
-(``tests/test_devices.py`` runs 1 and 2 devices and compares the histories bit for bit).
+(``tests/test_devices.py`` runs 1 and 2 devices and compares the histories bit for bit, and
+runs ``scripts.train`` on 8 forced CPU devices against 1).
 
-Known limit: a program with a batched CPU LAPACK call (the GP's Cholesky in ``gp_bo`` and
-``bananas(predictor="gp")``) deadlocked in jaxlib's ``ParallelBatchMap`` when the seeds were
-split over 2 CPU devices (gdb: the LAPACK kernel waits on tasks the idle pool never runs). Such
-searchers say ``splits_over_devices = False`` and the runners keep them on one device. The hang
-also happened on one device (2 of about 10 GP-BO runs of 100 seeds; resuming from the
-checkpoint got through), so the root cause is in the LAPACK kernel, not in the split.
+The seed axis is a named mesh axis: ``seed_mesh`` is a 1-D ``jax.sharding.Mesh`` with axis
+``"seeds"`` over the devices, ``seed_sharding`` its ``NamedSharding``. One code path runs on one
+CPU, on the cores of a CPU host, on the GPUs of one host, and across hosts:
+``initialize_distributed()`` (opt-in, before any JAX computation) wraps
+``jax.distributed.initialize``; after it ``jax.devices()`` lists every process's devices, the mesh
+spans them, ``shard_seeds`` builds the global arrays from each process's (identical) host copy,
+and ``gather_seeds`` brings a sharded result back to every process. See docs/scale.md.
+
+Programs with a Cholesky factorization (the GP of ``gp_bo`` and ``bananas(predictor="gp")``) split
+too: ``surrogates.linalg`` factors in plain JAX. jaxlib's batched CPU LAPACK kernel, which
+``jnp.linalg.cholesky`` calls under ``vmap``, deadlocked in ``ParallelBatchMap`` when the seeds
+were split over 2 CPU devices (and sometimes on one), see ``docs/gp_linear_algebra.md``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 
 import jax
 import numpy as np
@@ -37,10 +45,19 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def forced_cpu_devices() -> int:
+    """The CPU device count that ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` asks for (0 = none)."""
+    found = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(found[-1]) if found else 0
+
+
 def use_cpu_cores(num: int = 0) -> int:
-    """Makes the CPU backend expose ``num`` devices (0 = one per core); call before any JAX
+    """Makes the CPU backend expose ``num`` devices (0 = one per core, or the count that
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` forces); call before any JAX
     computation. Returns the number asked for, or 0 when the backend had already started (then
     nothing changes and a warning says so)."""
+    if not num and forced_cpu_devices():
+        return forced_cpu_devices()  # the user's XLA_FLAGS decide; jax_num_cpu_devices would override them
     num = int(num) or cpu_cores()
     if num < 1:
         raise ValueError(f"use_cpu_cores: num must be >= 1 (or 0 = one per core), got {num}")
@@ -59,13 +76,40 @@ def seed_mesh_size(num_seeds: int, devices=None) -> int:
     return max(d for d in range(1, n + 1) if num_seeds % d == 0)
 
 
+SEED_AXIS = "seeds"
+
+
+def seed_mesh(num_seeds: int, devices=None) -> Mesh:
+    """The 1-D mesh (axis ``"seeds"``) that ``num_seeds`` seeds are split over: the first
+    ``seed_mesh_size`` of ``devices`` (default ``jax.devices()``: every process's devices after
+    ``initialize_distributed``). Across processes the seeds must split over all devices, or some
+    process would hold no seed."""
+    devices = list(jax.devices() if devices is None else devices)
+    d = seed_mesh_size(num_seeds, devices)
+    processes = {dev.process_index for dev in devices}
+    if len(processes) > 1 and d != len(devices):
+        raise ValueError(
+            f"{num_seeds} seeds do not split evenly over the {len(devices)} devices of {len(processes)} processes; "
+            f"use a multiple of {len(devices)} seeds"
+        )
+    return Mesh(np.asarray(devices[:d]), (SEED_AXIS,))
+
+
 def seed_sharding(num_seeds: int) -> NamedSharding | None:
     """Sharding of arrays whose leading axis is the seed axis, or None for a single device."""
-    d = seed_mesh_size(num_seeds)
-    if d == 1:
+    mesh = seed_mesh(num_seeds)
+    if mesh.size == 1:
         return None
-    mesh = Mesh(np.asarray(jax.devices()[:d]), ("seeds",))
-    return NamedSharding(mesh, PartitionSpec("seeds"))
+    return NamedSharding(mesh, PartitionSpec(SEED_AXIS))
+
+
+def _put(leaf, sharding: NamedSharding):
+    """``leaf`` placed with ``sharding``; across processes each process gives its shards from its own
+    copy (every process computes the same keys from the same seed)."""
+    if sharding.is_fully_addressable:
+        return jax.device_put(leaf, sharding)
+    host = np.asarray(leaf)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def shard_seeds(tree, num_seeds: int):
@@ -77,13 +121,25 @@ def shard_seeds(tree, num_seeds: int):
     for leaf in jax.tree.leaves(tree):
         if np.ndim(leaf) == 0 or np.shape(leaf)[0] != num_seeds:
             raise ValueError(f"shard_seeds: every leaf needs the seed axis ({num_seeds}) first, got {np.shape(leaf)}")
-    return jax.device_put(tree, sharding)
+    logging.info("%d seeds split over %d devices (mesh axis %r)", num_seeds, sharding.mesh.size, SEED_AXIS)
+    return jax.tree.map(lambda leaf: _put(leaf, sharding), tree)
+
+
+def gather_seeds(tree):
+    """Host (numpy) copies of ``tree``'s leaves, whole on every process: a result sharded over the
+    devices of several processes is all-gathered (``multihost_utils.process_allgather``)."""
+    leaves = jax.tree.leaves(tree)
+    if all(getattr(x, "is_fully_addressable", True) for x in leaves):
+        return jax.tree.map(np.asarray, tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(tree, tiled=True))
 
 
 def shard_keys(searcher, keys):
     """The seed keys of a run of ``searcher``, split over the devices unless the searcher says it
-    must stay on one (``splits_over_devices = False``, e.g. GP predictors; see above). The state
-    that ``jit`` computes from the keys follows their placement."""
+    must stay on one (``splits_over_devices = False``; every registered searcher splits). The
+    state that ``jit`` computes from the keys follows their placement."""
     if not searcher.splits_over_devices:
         return keys
     return shard_seeds(keys, keys.shape[0])
@@ -99,6 +155,39 @@ def shard_like(keys, tree):
     if not isinstance(sharding, NamedSharding):
         return tree
     return jax.device_put(tree, sharding)
+
+
+def initialize_distributed(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids=None,
+    **kwargs,
+) -> tuple[int, int]:
+    """Joins a multi-process JAX run (``jax.distributed.initialize``); call it in every process
+    before any JAX computation. Returns ``(process_index, process_count)``.
+
+    With no arguments JAX detects the cluster (Cloud TPU pods, SLURM, Open MPI) or reads
+    ``JAX_COORDINATOR_ADDRESS``; ``num_processes`` and ``process_id`` default to the environment
+    variables ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` where set. ``kwargs`` go to
+    ``jax.distributed.initialize``. Calling it again in the same process does nothing.
+    """
+    if jax.distributed.is_initialized():
+        return jax.process_index(), jax.process_count()
+    env_int = {k: int(os.environ[k]) for k in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID") if os.environ.get(k)}
+    num_processes = env_int.get("JAX_NUM_PROCESSES") if num_processes is None else num_processes
+    process_id = env_int.get("JAX_PROCESS_ID") if process_id is None else process_id
+    jax.distributed.initialize(
+        coordinator_address=coordinator_address,
+        num_processes=num_processes,
+        process_id=process_id,
+        local_device_ids=local_device_ids,
+        **kwargs,
+    )
+    logging.info(
+        "process %d of %d: %d local devices", jax.process_index(), jax.process_count(), jax.local_device_count()
+    )
+    return jax.process_index(), jax.process_count()
 
 
 def enable_compilation_cache(path: str, min_compile_secs: float = 0.5) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import time
 
+from nas import peers
 from nas import report as rep
 from nas.dedup import count_repeats
 from nas.experiment_config import (
@@ -66,7 +67,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
             def log(info, label=label):
                 wd.record_metrics({"searcher": label, "time": time.time(), **info})
 
-            h = run_chunked(
+            run = peers.run_peer if isinstance(searcher, peers.Peer) else run_chunked  # a peer: host ask/tell
+            h = run(
                 searcher,
                 bench,
                 keys,

@@ -7,13 +7,14 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     protocol      "mean" | "random" (tables with seeds; ignored by objectives without)
     test_data     optional file of test scores (NB201's test CSV)
     data_path     optional data file (NB-101's TFRecord, UCI folders, ...)
+    benchmark_options  optional dict of further loader options (e.g. the MLP objective's ``split``)
     num_trials    seeds per searcher
     max_queries   the query budget of every trial
     seed          the root seed (trial keys are split from it)
     report_every  query counts of the summary table (every k queries)
     chunk_steps   steps per compiled chunk (0 = about 10 chunks)
     only          comma-separated searcher labels to run ("" = all)
-    searchers     label -> {"name": registered searcher, **its options}
+    searchers     label -> {"name": registered searcher or peer (nas.peers), **its options}
 
 ``searcher_configs`` builds ``config.searchers`` with every option of each
 searcher listed (defaults filled in), so any option can be overridden on the
@@ -32,6 +33,7 @@ import re
 import jax
 import ml_collections
 
+from nas import peers
 from nas.searcher import Searcher, available_searchers, make_options, searcher_class
 from spaces.names import unknown
 
@@ -39,7 +41,16 @@ REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searc
 # config fields -> benchmark loader options
 BENCH_OPTIONS = {"test_data": "test_csv", "data_path": "data_path"}
 # fields that change what a run computes: a rerun in the same workdir must agree on them
-RUN_FIELDS = ("benchmark", "protocol", "test_data", "data_path", "num_trials", "max_queries", "seed")
+RUN_FIELDS = (
+    "benchmark",
+    "protocol",
+    "test_data",
+    "data_path",
+    "benchmark_options",
+    "num_trials",
+    "max_queries",
+    "seed",
+)
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a label names files under the workdir
 
 
@@ -58,15 +69,26 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
     for label, entry in entries.items():
         entry = dict(entry)
         name = entry.pop("name", None)
-        if name not in available_searchers():
-            raise ConfigError(f"searchers.{label}.name: {unknown('searcher', name, available_searchers())}")
+        names = all_searcher_names()
+        if name not in names:
+            raise ConfigError(f"searchers.{label}.name: {unknown('searcher', name, names)}")
         try:
-            options = make_options(name, **entry)
+            options = options_factory(name)(name, **entry)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"searchers.{label}: {e}") from e
         values = {k: v for k, v in dataclasses.asdict(options).items() if k != "max_queries"}
         out[label] = {"name": name, **values}
     return ml_collections.ConfigDict(out, sort_keys=False)  # run and report in the order given
+
+
+def all_searcher_names() -> list[str]:
+    """Registered searchers and host-side peer baselines (``nas.peers``)."""
+    return available_searchers() + peers.available_peers()
+
+
+def options_factory(name: str):
+    """``make_options`` for a registered searcher, ``peers.make_peer_options`` for a peer."""
+    return peers.make_peer_options if name in peers.PEERS else make_options
 
 
 def to_dict(config) -> dict:
@@ -102,7 +124,7 @@ def benchmark_kwargs(cfg: dict) -> dict:
     for field, opt in BENCH_OPTIONS.items():
         if get(cfg, field, ""):
             kwargs[opt] = cfg[field]
-    return kwargs
+    return {**kwargs, **dict(get(cfg, "benchmark_options", {}))}
 
 
 def _check_int(cfg: dict, field: str, low: int, what: str) -> None:
@@ -125,6 +147,11 @@ def validate_config(config) -> None:
     if cfg["protocol"] not in ("mean", "random"):
         raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
     allowed = benchmark_options(name)
+    bad = [k for k in dict(get(cfg, "benchmark_options", {})) if k not in allowed or k == "protocol"]
+    if bad:
+        raise ConfigError(
+            f"config.benchmark_options: benchmark {name!r} has no option(s) {bad}; its options: {allowed}"
+        )
     for field, opt in BENCH_OPTIONS.items():
         value = get(cfg, field, "")
         if not value:
@@ -153,14 +180,15 @@ def searcher_options_of(config, label: str):
     """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError."""
     entry = searcher_entries(config)[label]
     sname = entry.get("name")
-    if sname not in available_searchers():
-        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, available_searchers())}")
+    names = all_searcher_names()
+    if sname not in names:
+        raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, names)}")
     opts = {k: v for k, v in entry.items() if k != "name"}
     if "max_queries" in opts:
         raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
     max_queries = int(to_dict(config)["max_queries"])
     try:
-        options = make_options(sname, max_queries=max_queries, **opts)
+        options = options_factory(sname)(sname, max_queries=max_queries, **opts)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
     return options
@@ -176,8 +204,11 @@ def build_benchmark(config):
 def build_searcher(config, label: str, space) -> Searcher:
     """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space)."""
     options = searcher_options_of(config, label)
+    name = searcher_entries(config)[label]["name"]
     try:
-        return searcher_class(searcher_entries(config)[label]["name"])(space, options)
+        if name in peers.PEERS:
+            return peers.Peer(name, space, options)
+        return searcher_class(name)(space, options)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
 

@@ -110,10 +110,11 @@ def main(argv) -> None:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     batches = [int(b) for b in _BATCHES.value]
     known = registry.available_benchmarks()
-    names = [n for n in known if not n.startswith("nb101")] if _ALL.value else (_NAMES.value or list(DEFAULT))
-    bad = [n for n in names if n not in known or n.startswith("nb101")]
+    tables = [n for n in known if not n.startswith(("nb101", "mlp/"))]  # mlp/*: scripts/bench_training.py
+    names = tables if _ALL.value else (_NAMES.value or list(DEFAULT))
+    bad = [n for n in names if n not in tables]
     if bad:
-        raise app.UsageError(f"cannot time {bad}; choose from {[n for n in known if not n.startswith('nb101')]}")
+        raise app.UsageError(f"cannot time {bad}; choose from {tables}")
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
     cols = [f"{p}@{b}" for b in batches for p in ("mean", "random")]
     head = ["table", "size", "load cached s", "load cold s"] + [f"{c} q/s" for c in cols]

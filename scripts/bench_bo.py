@@ -1,100 +1,141 @@
-"""Speed of BANANAS and GP-BO: many seeds x 150 queries, one compiled call per bucket segment.
+"""Speed of BANANAS and GP-BO: many seeds x 150 queries, run as ``scripts.train`` runs them.
 
-    python -m scripts.bench_bo --searchers bananas,gp_bo --seeds 100 --queries 150
+    python -m scripts.bench_bo --searchers=gp_bo --seeds=100 --queries=150
+    python -m scripts.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
 
-Prints, per searcher: each bucket segment (fit rows, steps, wall seconds including its
-compilation), total wall time, the number of XLA compilations (jax's compile log), peak resident
-memory of the process (``ru_maxrss``) and the machine's load average before and after (the CPU is
-shared: say how loaded it was when quoting figures). A second pass with new seeds shows the run
-time without compilation. Benchmark: NAS-Bench-201 cifar10 (package data).
+Each searcher runs ``nas.host_loop.run_chunked`` (compiled chunks cut at the padded-data
+buckets, seeds split over the devices as ``nas.devices.shard_keys`` decides) ``--repeats`` times
+with new seeds each time: the first run includes compilation (or loading compiled programs from
+``JAX_COMPILATION_CACHE_DIR``), later ones reuse the compiled programs. Prints per run: wall
+time, the time spent in XLA compilation and the number of compilations (jax's monitoring events;
+persistent-cache hits are counted apart), the process's CPU time, peak resident memory
+(``ru_maxrss``, the process so far), the load average before and after (the CPU may be shared:
+quote it with the figures) and the mean +- standard error over seeds of the incumbent's
+reported metric (e.g. test error % with ``--test_csv``, else validation). Benchmark: NAS-Bench-201
+cifar10 (package data) unless ``--benchmark``.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
+import json
 import os
 import resource
 import time
 
 import jax
 import numpy as np
+from absl import app, flags
 
-from nas.devices import use_cpu_cores
-from nas.runner import incumbent_curve
-from nas.searcher import make_searcher
-from spaces.benchmarks.registry import make_benchmark
-from surrogates.padding import run_segments, segment_plan
+from nas.devices import seed_mesh_size, shard_keys, use_cpu_cores
+
+_SEARCHERS = flags.DEFINE_list("searchers", ["bananas", "gp_bo"], "searchers to time")
+_SEEDS = flags.DEFINE_integer("seeds", 100, "seeds (trials) per run, vmapped")
+_QUERIES = flags.DEFINE_integer("queries", 150, "query budget per seed")
+_BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "benchmark name")
+_TEST_CSV = flags.DEFINE_string("test_csv", "", "NB201 test CSV (reports the incumbent's test error)")
+_SEED = flags.DEFINE_integer("seed", 0, "PRNG seed of the first run (run r uses seed + r)")
+_REPEATS = flags.DEFINE_integer("repeats", 2, "runs per searcher, new seeds each (the first compiles)")
+_EPOCHS = flags.DEFINE_integer("epochs", 0, "override BANANAS' MLP epochs (0 = searcher default)")
+_OPTIONS = flags.DEFINE_string("options", "{}", "JSON options passed to every searcher")
+_CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 0, "CPU devices to split the seeds over (0 = one per core)")
 
 
-class _CompileCounter(logging.Handler):
+class CompileStats:
+    """XLA compilations (count, seconds) and persistent-cache hits, from jax's monitoring events."""
+
     def __init__(self):
-        super().__init__()
-        self.count = 0
+        self.count, self.seconds, self.cache_hits = 0, 0.0, 0
+        jax.monitoring.register_event_duration_secs_listener(self._duration)
+        jax.monitoring.register_event_listener(self._event)
 
-    def emit(self, record):
-        if "Compiling" in record.getMessage():
+    def _duration(self, event, secs, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
             self.count += 1
+            self.seconds += secs
+
+    def _event(self, event, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            self.cache_hits += 1
+
+    def snapshot(self):
+        return self.count, self.seconds, self.cache_hits
 
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def bench_one(name: str, bench, seeds: int, queries: int, seed: int, extra: dict) -> None:
-    s = make_searcher(name, bench.space, max_queries=queries, **extra)
-    plan = segment_plan(s)
-    print(f"\n== {name}: {seeds} seeds x {queries} queries, encoding={s.encoding}, plan (bucket, steps)={plan}")
-    counter = _CompileCounter()
-    logger = logging.getLogger("jax._src.interpreters.pxla")
-    logger.addHandler(counter)
-    logger.propagate = False
-    for rep in range(2):
-        keys = jax.random.split(jax.random.PRNGKey(seed + rep), seeds)
-        counter.count = 0
+def bench_one(name: str, bench, stats: CompileStats) -> list[dict]:
+    from nas.host_loop import chunk_bounds, run_chunked
+    from nas.runner import incumbent_curve
+    from nas.searcher import make_searcher
+
+    opts = json.loads(_OPTIONS.value)
+    if _EPOCHS.value and name == "bananas":
+        opts["epochs"] = _EPOCHS.value
+    s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **opts)
+    bounds = chunk_bounds(s)
+    devices = seed_mesh_size(_SEEDS.value) if s.splits_over_devices else 1
+    print(
+        f"\n== {name}: {_SEEDS.value} seeds x {_QUERIES.value} queries on {devices} device(s), "
+        f"chunks at steps {bounds}, options {opts}",
+        flush=True,
+    )
+    rows = []
+    for rep in range(_REPEATS.value):
+        keys = jax.random.split(jax.random.PRNGKey(_SEED.value + rep), _SEEDS.value)
+        c0, s0, h0 = stats.snapshot()
         load0 = os.getloadavg()[0]
-        t0 = time.perf_counter()
-        marks = [t0]
-
-        def on_segment(i, bucket, steps, marks=marks):
-            marks.append(time.perf_counter())
-            print(f"   segment {i}: bucket {bucket:4d}, {steps:2d} steps, {marks[-1] - marks[-2]:7.1f} s", flush=True)
-
-        with jax.log_compiles(True):
-            h = run_segments(s, bench, keys, on_segment=on_segment)
-            jax.block_until_ready(h.valid)
-        wall = time.perf_counter() - t0
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        h = run_chunked(s, bench, keys, progress=False)
+        jax.block_until_ready(h.score)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        c1, s1, h1 = stats.snapshot()
         _, test = incumbent_curve(h.score, h.report_score)
-        err = bench.report(np.asarray(test[:, -1]))
-        what = "first run (with compilation)" if rep == 0 else "second run (new seeds, compiled)"
+        rep_vals = np.asarray(bench.report(np.asarray(test[:, -1])), np.float64)
+        row = {
+            "searcher": name,
+            "run": rep,
+            "devices": len(shard_keys(s, keys).sharding.device_set),
+            "wall_s": round(wall, 1),
+            "compile_s": round(s1 - s0, 1),
+            "compilations": c1 - c0,
+            "cache_hits": h1 - h0,
+            "cpu_s": round(cpu, 1),
+            "peak_rss_mb": round(_peak_mb()),
+            "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
+            "metric": bench.report_name,
+            "mean": float(rep_vals.mean()),
+            "se": float(rep_vals.std(ddof=1) / np.sqrt(len(rep_vals))) if len(rep_vals) > 1 else float("nan"),
+        }
+        rows.append(row)
         print(
-            f"  {what}: wall {wall:.1f} s, compilations {counter.count}, peak RSS {_peak_mb():.0f} MB, "
-            f"load avg {load0:.1f} -> {os.getloadavg()[0]:.1f}; final incumbent {bench.report_name} "
-            f"{err.mean():.3f} +- {err.std(ddof=1) / np.sqrt(seeds):.3f}",
+            f"  run {rep}: wall {wall:.1f} s (compile {row['compile_s']:.1f} s, {row['compilations']} compilations, "
+            f"{row['cache_hits']} persistent-cache hits), CPU {cpu:.1f} s, peak RSS {row['peak_rss_mb']} MB, "
+            f"load {load0:.1f} -> {row['load'][1]:.1f}; incumbent {bench.report_name} "
+            f"{row['mean']:.3f} +- {row['se']:.3f}",
             flush=True,
         )
-    logger.removeHandler(counter)
+        print("RESULT " + json.dumps(row), flush=True)
+    return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--searchers", default="bananas,gp_bo")
-    ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=150)
-    ap.add_argument("--benchmark", default="nb201/cifar10")
-    ap.add_argument("--test_csv", default="")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epochs", type=int, default=0, help="override the MLP epochs (0 = searcher default)")
-    ap.add_argument("--cpu_devices", type=int, default=0, help="CPU devices to split the seeds over (0 = one per core)")
-    args = ap.parse_args(argv)
-    use_cpu_cores(args.cpu_devices)
-    opts = {"test_csv": args.test_csv} if args.test_csv else {}
-    bench = make_benchmark(args.benchmark, **opts)
-    print(f"jax {jax.__version__}, devices {jax.devices()}, cpus {os.cpu_count()}, benchmark {args.benchmark}")
-    for name in args.searchers.split(","):
-        extra = {"epochs": args.epochs} if (args.epochs and name == "bananas") else {}
-        bench_one(name, bench, args.seeds, args.queries, args.seed, extra)
+def main(argv):
+    del argv
+    use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
+    from spaces.benchmarks.registry import make_benchmark
+
+    stats = CompileStats()
+    opts = {"test_csv": _TEST_CSV.value} if _TEST_CSV.value else {}
+    bench = make_benchmark(_BENCH.value, **opts)
+    print(
+        f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPU cores visible, "
+        f"benchmark {_BENCH.value}, compilation cache {os.environ.get('JAX_COMPILATION_CACHE_DIR') or 'off'}"
+    )
+    for name in _SEARCHERS.value:
+        bench_one(name, bench, stats)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    app.run(main)

@@ -1,6 +1,8 @@
 """Speed of the many-seed runner: S seeds x Q queries of each baseline in one
 compiled call (``jax.jit(jax.vmap(run))``), against the same work as a Python
-loop over seeds (a jit'ed single-seed run called once per seed).
+loop over seeds (a jit'ed single-seed run called once per seed) and against an
+independent plain-numpy implementation (``scripts/numpy_baselines.py``; random
+search and regularized evolution on dense product-space tables).
 
     python -m scripts.bench_runner                      # 500 seeds x 150 queries, NB201 cifar10
     python -m scripts.bench_runner --num_trials=100 --loop_seeds=10
@@ -9,8 +11,10 @@ Prints, per searcher: compile time (the persistent compilation cache is
 disabled so this is a real compile), run time after compilation (best and
 median of ``--repeats``), XLA's memory estimate of the program (arguments +
 outputs + temporaries), the process's peak resident memory so far
-(``resource.getrusage`` maxrss), and the Python-loop time: ``--loop_seeds``
-seeds timed, extrapolated linearly to all seeds (said so in the output).
+(``resource.getrusage`` maxrss), the Python-loop time: ``--loop_seeds``
+seeds timed, extrapolated linearly to all seeds (said so in the output), and
+the numpy reference: its time, queries per second of both, the ratio, and the
+mean final best score of both (they should agree within noise).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import statistics
 import time
 
 import jax
+import numpy as np
 from absl import app, flags
 
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry name.")
@@ -54,7 +59,7 @@ def main(argv):
         f"{bench.name}: {s_count} seeds x {q} queries, backend {jax.default_backend()}, {jax.device_count()} device(s)"
     )
     print(f"process peak RSS after loading the table: {peak_rss_mib():.0f} MiB")
-    rows = []
+    rows, numpy_rows = [], []
     for name in _SEARCHERS.value:
         searcher = make_searcher(name, bench.space, max_queries=q)
         run = make_search(searcher)
@@ -82,6 +87,18 @@ def main(argv):
         for i in range(n_loop):
             block(one(keys[i], bench))
         loop_s = (time.perf_counter() - t0) * s_count / n_loop
+        hist = compiled(keys, bench)
+        reference = numpy_reference(name, bench, s_count, q)
+        if reference is not None:
+            np_s, np_best = reference
+            jax_best = float(np.mean(np.max(np.asarray(hist.score), axis=1)))
+            qps_jax, qps_np = s_count * q / min(times), s_count * q / np_s
+            print(
+                f"{name}: numpy reference {np_s:.2f} s; queries/s jax {qps_jax:,.0f} vs numpy {qps_np:,.0f} "
+                f"(ratio {qps_jax / qps_np:.2f}); mean final best score jax {jax_best:.4f}, numpy {np_best:.4f}",
+                flush=True,
+            )
+            numpy_rows.append((name, qps_jax, qps_np, jax_best, np_best))
         rows.append((name, compile_s, min(times), statistics.median(times), xla_mib, rss, loop_s, n_loop))
         print(
             f"{name}: compile {compile_s:.1f} s, run {min(times):.2f} s (median {statistics.median(times):.2f}), "
@@ -98,6 +115,29 @@ def main(argv):
     for name, c, best, med, xm, rss, loop_s, n_loop in rows:
         note = "" if n_loop == s_count else f" (extrapolated from {n_loop} seeds)"
         print(f"| {name} | {c:.1f} | {best:.2f} (median {med:.2f}) | {xm:.0f} | {rss:.0f} | {loop_s:.1f}{note} |")
+    if numpy_rows:
+        print()
+        print("| searcher | queries/s, compiled runner | queries/s, plain numpy | ratio | mean best (jax / numpy) |")
+        print("|---|---|---|---|---|")
+        for name, qj, qn, bj, bn in numpy_rows:
+            print(f"| {name} | {qj:,.0f} | {qn:,.0f} | {qj / qn:.2f} | {bj:.4f} / {bn:.4f} |")
+
+
+def numpy_reference(name, bench, num_seeds, num_queries):
+    """(seconds, mean final best score) of the plain-numpy implementation, or None where there is none."""
+    from scripts import numpy_baselines
+
+    space = bench.space
+    dense = getattr(bench, "row_ids", None) is not None and bench.row_ids.shape[0] == 0
+    if name not in ("random_search", "regularized_evolution") or not dense or bench.size != space.size:
+        return None
+    scores = np.asarray(bench.mean_valid(), np.float64)
+    t0 = time.perf_counter()
+    if name == "random_search":
+        best = numpy_baselines.random_search(scores, num_seeds, num_queries)
+    else:
+        best = numpy_baselines.regularized_evolution(scores, space.cardinalities, num_seeds, num_queries)
+    return time.perf_counter() - t0, float(best[:, -1].mean())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ Methods:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -120,7 +120,10 @@ class Space:
             return k, self.sample_unconstrained(sub)
 
         key, sub = jax.random.split(key)
-        _, tokens = jax.lax.while_loop(cond, body, (key, self.sample_unconstrained(sub)))
+        first = self.sample_unconstrained(sub)
+        if type(self).is_valid is Space.is_valid:  # a product space: every draw is valid, no loop to compile
+            return first
+        _, tokens = jax.lax.while_loop(cond, body, (key, first))
         return tokens
 
     def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:
@@ -202,11 +205,54 @@ class CategoricalSpace(Space):
     ``i`` indexes ``values[i]``. ``to_spec`` gives ``{name: value}``.
     """
 
-    def __init__(self, name: str, values: dict[str, Sequence[Any]]):
+    MAX_CANONICAL_TABLE = 1 << 20
+
+    def __init__(
+        self,
+        name: str,
+        values: dict[str, Sequence[Any]],
+        canonical: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ):
         self.name = name
         self.values = {k: list(v) for k, v in values.items()}
+        for k, v in self.values.items():
+            if not v:
+                raise ValueError(f"{name}: hyperparameter {k!r} has no values")
+            if len({repr(x) for x in v}) != len(v):
+                raise ValueError(f"{name}: hyperparameter {k!r} lists a value twice: {v}")
         self.token_names = tuple(self.values)
         self.cardinalities = tuple(len(v) for v in self.values.values())
+        self._canonical_ids = None if canonical is None else self._canonical_table(canonical)
+
+    def _canonical_table(self, canonical) -> np.ndarray:
+        """int32[size]: the grid index of each string's canonical string (host, once).
+
+        ``canonical(spec) -> spec`` says which configuration a spec denotes (e.g. two
+        orderings of the same set of layers); strings mapped to one canonical spec
+        share a ``string_id``, so searchers never pay twice for one network.
+        """
+        if self.size > self.MAX_CANONICAL_TABLE:
+            raise ValueError(
+                f"{self.name}: canonical= needs a table over all {self.size} strings (at most "
+                f"{self.MAX_CANONICAL_TABLE}); subclass Space and override canonical() instead"
+            )
+        grid = np.stack(np.unravel_index(np.arange(self.size), self.cardinalities), 1)
+        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
+        table = np.empty(self.size, np.int32)
+        for i, row in enumerate(grid):
+            canon = self.from_spec(canonical(self.to_spec(row)))
+            table[i] = int(np.dot(canon, radix))
+        if np.any(table[table] != table):
+            raise ValueError(f"{self.name}: canonical() must be idempotent (canonical of a canonical spec is itself)")
+        return table
+
+    def canonical(self, tokens: jax.Array) -> jax.Array:
+        if self._canonical_ids is None:
+            return super().canonical(tokens)
+        cid = jnp.asarray(self._canonical_ids)[self.mixed_radix(jnp.clip(tokens, 0, None))]
+        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
+        card = jnp.asarray(self.cardinalities, jnp.int32)
+        return ((cid // jnp.asarray(radix, jnp.int32)) % card).astype(tokens.dtype)
 
     def to_spec(self, tokens):
         return {n: self.values[n][int(t)] for n, t in zip(self.token_names, np.asarray(tokens))}

@@ -13,6 +13,11 @@ cross-covariance with test points, so ``y^T K^-1 y``, ``log det K``, the posteri
 posterior variance are exactly those of the ``n = sum(mask)`` real rows, and the ``n/2 log 2 pi``
 term counts real rows only: padded rows do not change the likelihood (tested).
 
+Linear algebra (``surrogates.linalg``): the Cholesky factor, its inverse and the likelihood are
+plain JAX on every backend (blocked Cholesky in matmuls, no LAPACK custom call: jaxlib's batched CPU LAPACK kernel
+deadlocked under ``vmap`` over seeds), and the likelihood's gradient is R&W eq. 5.9,
+``dNLL/dK = 1/2 (K^-1 - alpha alpha^T)``, a custom VJP instead of differentiating the factorization.
+
 Targets are standardized with the masked mean/std; hyperparameters ``theta = (log length scale,
 log amplitude, log noise)`` start from (mean pairwise distance, 1, 0.1) and are fitted by
 ``fit_steps`` Adam steps (optax) on the negative log marginal likelihood. Pure, jittable, one
@@ -28,6 +33,7 @@ import jax.numpy as jnp
 import optax
 
 from surrogates.kernels import KERNELS, distance, kernel_matrix
+from surrogates.linalg import cholesky, cholesky_with_inverse, gaussian_nll, masked_gram
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +49,10 @@ class GPConfig:
             raise ValueError(f"GPConfig.kernel must be one of {list(KERNELS)}, got {self.kernel!r}")
 
 
+def _mm(a, b):
+    return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)  # no TF32 rounding on GPUs
+
+
 def _hyper(theta: dict, cfg: GPConfig):
     return jnp.exp(theta["log_ls"]), jnp.exp(theta["log_amp"]), cfg.min_noise + jnp.exp(theta["log_noise"])
 
@@ -51,17 +61,12 @@ def _gram(theta, x, mask, cfg: GPConfig):
     ls, amp, noise = _hyper(theta, cfg)
     p = x.shape[0]
     k = kernel_matrix(cfg.kernel, x, x, ls, amp) + (noise + cfg.jitter) * jnp.eye(p)
-    both = mask[:, None] & mask[None, :]
-    return jnp.where(both, k, jnp.eye(p, dtype=k.dtype))
+    return masked_gram(k, mask)
 
 
 def neg_log_marginal_likelihood(theta: dict, x: jax.Array, y: jax.Array, mask: jax.Array, cfg: GPConfig):
     """``-log p(y | X, theta)`` over the real rows (R&W eq. 2.30); ``y`` already standardized."""
-    y = jnp.where(mask, y, 0.0)
-    chol = jnp.linalg.cholesky(_gram(theta, x, mask, cfg))
-    alpha = jax.scipy.linalg.cho_solve((chol, True), y)
-    n = jnp.sum(mask)
-    return 0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diag(chol))) + 0.5 * n * jnp.log(2.0 * jnp.pi)
+    return gaussian_nll(_gram(theta, x, mask, cfg), y, mask)
 
 
 def standardize(y, mask):
@@ -90,20 +95,26 @@ def fit_gp(x: jax.Array, y: jax.Array, mask: jax.Array, cfg: GPConfig) -> dict:
     ys, y_mean, y_scale = standardize(jnp.where(mask, y, 0.0).astype(jnp.float32), mask)
     theta = init_theta(x, mask, cfg)
     opt = optax.adam(cfg.learning_rate)
-    loss_grad = jax.value_and_grad(neg_log_marginal_likelihood)
+    loss_grad = jax.grad(neg_log_marginal_likelihood)
 
     def step(carry, _):
         th, st = carry
-        _, g = loss_grad(th, x, ys, mask, cfg)
-        # a failed Cholesky (NaN gradient) must not poison the hyperparameters
-        g = jax.tree.map(lambda a: jnp.where(jnp.isfinite(a), a, 0.0), g)
-        upd, st = opt.update(g, st, th)
+        # finite: surrogates.linalg floors the pivots of a (numerically) singular K instead of NaN
+        upd, st = opt.update(loss_grad(th, x, ys, mask, cfg), st, th)
         return (optax.apply_updates(th, upd), st), None
 
     (theta, _), _ = jax.lax.scan(step, (theta, opt.init(theta)), None, length=cfg.fit_steps)
-    chol = jnp.linalg.cholesky(_gram(theta, x, mask, cfg))
-    alpha = jax.scipy.linalg.cho_solve((chol, True), ys)
-    return {"theta": theta, "x": x, "mask": mask, "chol": chol, "alpha": alpha, "y_mean": y_mean, "y_scale": y_scale}
+    _, chol_inv = cholesky_with_inverse(_gram(theta, x, mask, cfg))
+    alpha = _mm(chol_inv.T, _mm(chol_inv, ys))
+    return {
+        "theta": theta,
+        "x": x,
+        "mask": mask,
+        "chol_inv": chol_inv,  # L^-1: the posterior's solves are matmuls
+        "alpha": alpha,
+        "y_mean": y_mean,
+        "y_scale": y_scale,
+    }
 
 
 def _cross(params, x_new, cfg):
@@ -115,8 +126,8 @@ def _cross(params, x_new, cfg):
 def gp_posterior(params: dict, x_new: jax.Array, cfg: GPConfig) -> tuple[jax.Array, jax.Array]:
     """Posterior mean and std of the latent function at ``x_new[M, F]``, in target units."""
     k_star, amp = _cross(params, x_new, cfg)
-    mean = k_star.T @ params["alpha"]
-    v = jax.scipy.linalg.solve_triangular(params["chol"], k_star, lower=True)
+    mean = _mm(k_star.T, params["alpha"])
+    v = _mm(params["chol_inv"], k_star)
     var = jnp.maximum(amp - jnp.sum(v * v, axis=0), 0.0)
     return mean * params["y_scale"] + params["y_mean"], jnp.sqrt(var) * params["y_scale"]
 
@@ -125,9 +136,9 @@ def gp_posterior_sample(key: jax.Array, params: dict, x_new: jax.Array, cfg: GPC
     """One joint sample of the latent function at ``x_new`` (Thompson sampling): f32[M]."""
     k_star, amp = _cross(params, x_new, cfg)
     ls, _, _ = _hyper(params["theta"], cfg)
-    v = jax.scipy.linalg.solve_triangular(params["chol"], k_star, lower=True)
-    cov = kernel_matrix(cfg.kernel, x_new, x_new, ls, amp) - v.T @ v
+    v = _mm(params["chol_inv"], k_star)
+    cov = kernel_matrix(cfg.kernel, x_new, x_new, ls, amp) - _mm(v.T, v)
     m = x_new.shape[0]
-    chol = jnp.linalg.cholesky(cov + 1e-5 * amp * jnp.eye(m))
-    f = k_star.T @ params["alpha"] + chol @ jax.random.normal(key, (m,))
+    chol = cholesky(cov + 1e-5 * amp * jnp.eye(m))
+    f = _mm(k_star.T, params["alpha"]) + _mm(chol, jax.random.normal(key, (m,)))
     return f * params["y_scale"] + params["y_mean"]

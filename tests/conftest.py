@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+# XLA's CPU backend spends most of this suite's time optimizing code that then runs for
+# milliseconds (tiny budgets); at optimization level 0 programs compile ~7x faster. Every
+# comparison in the suite is between runs under the same flags (subprocesses inherit them).
+# Set XLA_FLAGS with any --xla_backend_optimization_level to override.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
 SHARED_DATA = Path(os.environ.get("NAS_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 

@@ -38,24 +38,114 @@ def test_seed_mesh_size_divides_the_seeds():
     assert seed_mesh_size(1, devs) == 1
 
 
-def test_gp_searchers_stay_on_one_device():
-    from nas.searcher import make_searcher
-    from spaces.benchmarks.registry import make_benchmark
+# a GP searcher (Cholesky in surrogates.linalg, no LAPACK call) split over the devices
+_GP_SCRIPT = """
+import sys, jax, numpy as np
+from nas.devices import use_cpu_cores
+assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
+from nas.host_loop import run_chunked
+from nas.searcher import make_searcher
+from spaces.benchmarks.registry import make_benchmark
+bench = make_benchmark("nb201/cifar10")
+keys = jax.random.split(jax.random.PRNGKey(5), 4)
+gp = make_searcher("gp_bo", bench.space, max_queries=20, gp_steps=5, num_candidates=10, bucket_multiple=16)
+h = run_chunked(gp, bench, keys, progress=False)
+assert len(h.score.sharding.device_set) == min(int(sys.argv[1]), 4), h.score.sharding
+np.savez(sys.argv[2], gp=np.asarray(h.tokens), gp_v=np.asarray(h.score))
+"""
 
-    space = make_benchmark("nb201/cifar10").space
-    assert not make_searcher("gp_bo", space).splits_over_devices  # batched LAPACK (nas/devices.py)
-    assert not make_searcher("bananas", space, predictor="gp").splits_over_devices
-    assert make_searcher("bananas", space).splits_over_devices
+
+def _run_on(script, tmp_path, counts):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("XLA_FLAGS", None)  # the scripts set the device count themselves
+    out = {}
+    for n in counts:
+        path = str(tmp_path / f"h{n}.npz")
+        r = subprocess.run([sys.executable, "-c", script, str(n), path], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        out[n] = np.load(path)
+    return out
 
 
 @pytest.mark.parametrize("devices", [2])
 def test_sharded_seeds_equal_one_device(tmp_path, devices):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    out = {}
-    for n in (1, devices):
-        path = str(tmp_path / f"h{n}.npz")
-        r = subprocess.run([sys.executable, "-c", _SCRIPT, str(n), path], env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        out[n] = np.load(path)
+    out = _run_on(_SCRIPT, tmp_path, (1, devices))
     for k in out[1].files:
         np.testing.assert_array_equal(out[1][k], out[devices][k], err_msg=k)
+
+
+def test_gp_searcher_on_two_devices_equals_one_device(tmp_path):
+    out = _run_on(_GP_SCRIPT, tmp_path, (1, 2))
+    for k in out[1].files:
+        np.testing.assert_array_equal(out[1][k], out[2][k], err_msg=k)
+    assert len(np.unique(out[1]["gp"][:, 10:], axis=1)) > 1  # the model-chosen queries differ per seed
+
+
+def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
+    """``scripts.train`` with the seeds on a mesh of 8 (fake) CPU devices gives the 1-device history bit for bit."""
+    small = ["--config.num_trials=8", "--config.max_queries=12", "--config.only=random_search", "--noprogress"]
+    runs, logs = {}, {}
+    for n in (1, 8):
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        env.pop("XLA_FLAGS", None)
+        args = ["--cpu_devices=1"]
+        if n == 8:  # the device count comes from XLA_FLAGS alone (the train command's default --cpu_devices=0)
+            env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+            args = []
+        wd = tmp_path / f"d{n}"
+        cmd = [sys.executable, "-m", "scripts.train", "--config", "configs/default.py", "--workdir", str(wd)]
+        r = subprocess.run([*cmd, *small, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        runs[n], logs[n] = np.load(wd / "history" / "random_search.npz"), r.stderr
+    assert "8 seeds split over 8 devices" in logs[8], logs[8][-2000:]
+    assert "split over" not in logs[1]
+    assert runs[1]["tokens"].shape == (8, 12, 6)
+    for k in runs[1].files:
+        if k != "entry":
+            np.testing.assert_array_equal(runs[1][k], runs[8][k], err_msg=k)
+
+
+# one process of a multi-process run: 2 CPU devices each, the seed mesh spans every process's devices
+_PROCESS = """
+import sys, jax, numpy as np
+from nas.devices import gather_seeds, initialize_distributed, shard_seeds, use_cpu_cores
+proc, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+use_cpu_cores(2)
+if nproc > 1:
+    assert initialize_distributed(f"localhost:{port}", nproc, proc) == (proc, nproc)
+from nas.runner import make_search
+from nas.searcher import make_searcher
+from spaces.benchmarks.registry import make_benchmark
+bench = make_benchmark("nb201/cifar10")
+rs = make_searcher("random_search", bench.space, max_queries=12)
+keys = shard_seeds(jax.random.split(jax.random.PRNGKey(3), 8), 8)
+assert keys.sharding.mesh.size == 2 * nproc and keys.is_fully_addressable == (nproc == 1)
+h = jax.jit(jax.vmap(make_search(rs), in_axes=(0, None)))(keys, bench)
+np.savez(out, **gather_seeds({"tokens": h.tokens, "score": h.score}))
+"""
+
+
+def test_two_processes_equal_one_process(tmp_path):
+    """initialize_distributed + the seed mesh over 2 processes x 2 CPU devices: the gathered history of
+    every process equals the single-process history bit for bit."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = str(s.getsockname()[1])
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("XLA_FLAGS", None)
+
+    def start(proc, nproc, out):
+        cmd = [sys.executable, "-c", _PROCESS, str(proc), str(nproc), port, str(out)]
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    procs = [start(p, 2, tmp_path / f"p{p}.npz") for p in range(2)] + [start(0, 1, tmp_path / "one.npz")]
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, out[-3000:]
+    one = np.load(tmp_path / "one.npz")
+    for p in range(2):
+        got = np.load(tmp_path / f"p{p}.npz")
+        for k in one.files:
+            np.testing.assert_array_equal(one[k], got[k], err_msg=f"process {p}: {k}")

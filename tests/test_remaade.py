@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.runner import incumbent_curve, init_state, run_steps
+from nas.runner import init_state, run_steps
 from nas.searcher import make_searcher
 from nas.searchers.policy_gradient import pg_objective
 from spaces import nb201
@@ -61,40 +61,31 @@ def test_clipping_stops_the_gradient_outside_the_trust_region():
     np.testing.assert_allclose(np.asarray(jax.grad(f)(jnp.log(jnp.asarray([1.05, 0.95])))), [0.525, -0.475], rtol=1e-5)
 
 
+SEEDS = 64  # the 256-seed comparison with random search is scripts/search_quality.py
+
+
 @pytest.fixture(scope="module")
 def nb201_runs():
     """ReMAADE (paper defaults) and random search, 150 queries, many seeds, NAS-Bench-201 cifar10."""
     bench = make_benchmark("nb201/cifar10")
     out = {}
-    for name in ("remaade", "random_search"):
-        kw = {"batch_size": 30} if name == "random_search" else {}
-        s = make_searcher(name, bench.space, max_queries=150, **kw)
+    for name in ("remaade",):
+        s = make_searcher(name, bench.space, max_queries=150)
 
         def run(key, bench, s=s):
             state, metrics = run_steps(s, bench, key, init_state(s, key), s.num_steps)
             return state.history, metrics
 
-        keys = jax.random.split(jax.random.PRNGKey(42), 256)
+        keys = jax.random.split(jax.random.PRNGKey(42), SEEDS)
         out[name] = jax.jit(jax.vmap(run, in_axes=(0, None)))(keys, bench)
     return out
 
 
 def test_remaade_improves_its_samples_on_nb201(nb201_runs):
     hist, metrics = nb201_runs["remaade"]
-    batch_mean = np.asarray(hist.score).reshape(256, 5, 30).mean(axis=(0, 2))
+    batch_mean = np.asarray(hist.score).reshape(SEEDS, 5, 30).mean(axis=(0, 2))
     assert np.all(np.diff(batch_mean[:4]) > 0), batch_mean
     assert batch_mean[-1] > batch_mean[0] + 3.0, batch_mean  # accuracy points
     np.testing.assert_allclose(np.asarray(metrics["fresh_frac"]), 1.0)
     ids = np.asarray(jax.vmap(jax.vmap(make_benchmark("nb201/cifar10").space.string_id))(hist.tokens))
     assert all(len(set(r)) == 150 for r in ids)
-
-
-def test_remaade_beats_random_search_on_nb201(nb201_runs):
-    """Best validation accuracy after 150 queries, averaged over 256 seeds (Welch t > 3, one-sided p < 0.002)."""
-    finals = {}
-    for name, (hist, _) in nb201_runs.items():
-        best, _ = incumbent_curve(hist.score, hist.report_score)
-        finals[name] = np.asarray(best[:, -1])
-    a, b = finals["remaade"], finals["random_search"]
-    t = (a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    assert t > 3.0, (a.mean(), b.mean(), t)

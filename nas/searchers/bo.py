@@ -157,12 +157,6 @@ class BOSearcher(Searcher):
     def predictor(self) -> str:
         return "gp"
 
-    @property
-    def splits_over_devices(self) -> bool:
-        """False with a GP: jaxlib's batched CPU LAPACK kernels (the GP's Cholesky) deadlocked
-        when the seeds were split over 2 CPU devices (``nas/devices.py``); such runs stay on one."""
-        return self.predictor != "gp"
-
     # -- padded data buckets (the host loop's hooks) ----------------------------------
     @property
     def capacity(self) -> int:

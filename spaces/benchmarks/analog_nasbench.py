@@ -121,6 +121,7 @@ def load(metric: str = "analog", protocol: str = "mean") -> TabularBenchmark:
     return TabularBenchmark.build(
         name=f"analognas/{metric}",
         space=nb201.SPACE,
+        dense=True,
         valid=load_arrays()[metric],
         cost=np.ones(5**6, np.float32),
         test=None,

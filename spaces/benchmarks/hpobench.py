@@ -51,6 +51,7 @@ def load(task: str = "car", protocol: str = "mean") -> TabularBenchmark:
     return TabularBenchmark.build(
         name=f"hpobench/{task}",
         space=SPACE,
+        dense=True,
         valid=arrays["valid"],
         cost=arrays["cost"],
         test=None,

@@ -104,6 +104,7 @@ def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenc
     return TabularBenchmark.build(
         name=f"hpolib/{task}",
         space=SPACE,
+        dense=True,
         valid=arrays["valid"],
         cost=arrays["cost"],
         test=None,

@@ -100,6 +100,7 @@ def load(dataset: str = "cora", protocol: str = "mean") -> TabularBenchmark:
     return TabularBenchmark.build(
         name=f"nasbench_graph/{dataset}",
         space=sp,
+        dense=True,
         valid=arrays["valid"],
         cost=arrays["latency"],
         test=arrays["test"],

@@ -125,6 +125,7 @@ def load(dataset: str = "cifar10", test_csv: str | None = None, protocol: str = 
     return TabularBenchmark.build(
         name=f"nb201/{dataset}",
         space=SPACE,
+        dense=True,
         valid=arrays["valid"],
         cost=arrays["cost"],
         test=test,

@@ -9,8 +9,11 @@ returns any object with the objective contract (``spaces.benchmarks.objective``)
 
 Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
 ``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
-``nb101`` and ``nb101/data1k``. The NAS-Bench-101 loaders live in
-``spaces.benchmarks.nb101_data`` and are imported only when called.
+``nb101``, ``nb101/data1k`` and the training tasks ``mlp/<diabetes|boston|naval>``
+(``spaces.benchmarks.mlp_training``; options ``split``, ``data_path``,
+``valid_fraction``; no ``protocol``). The NAS-Bench-101 loaders
+(``spaces.benchmarks.nb101_data``) and the MLP-training objective (flax, optax,
+scikit-learn) are imported only when called.
 """
 
 from __future__ import annotations
@@ -46,6 +49,17 @@ def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean"):
     return nb101_data.load_data1k(data_path=data_path, protocol=protocol)
 
 
+# -- MLP training (spaces.benchmarks.mlp_training): lazy, it imports flax, optax and scikit-learn -------
+MLP_DATASETS = ("diabetes", "boston", "naval")
+
+
+def _load_mlp(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2):
+    """One-hidden-layer MLPs trained with the hyperparameters of ``spaces.hpo.mlp_space`` (Section VIII)."""
+    from spaces.benchmarks import mlp_training
+
+    return mlp_training.load(dataset, split=split, data_path=data_path, valid_fraction=valid_fraction)
+
+
 def _register_builtin() -> None:
     from spaces.benchmarks import analog_nasbench, hpobench, hpolib, nasbench_graph, nb201
 
@@ -59,6 +73,8 @@ def _register_builtin() -> None:
         register_benchmark(f"nasbench_graph/{ds}", functools.partial(nasbench_graph.load, ds))
     for metric in analog_nasbench.METRICS:
         register_benchmark(f"analognas/{metric}", functools.partial(analog_nasbench.load, metric))
+    for ds in MLP_DATASETS:
+        register_benchmark(f"mlp/{ds}", functools.partial(_load_mlp, ds))
     register_benchmark("nb101", _load_nb101)
     register_benchmark("nb101/data1k", _load_nb101_data1k)
 

@@ -52,23 +52,73 @@ class TabularBenchmark(Objective):
         name: str,
         space: Space,
         valid: np.ndarray,
-        cost: np.ndarray,
+        cost: np.ndarray | None = None,
         test: np.ndarray | None = None,
+        strings: np.ndarray | None = None,
+        string_ids: np.ndarray | None = None,
         row_ids: np.ndarray | None = None,
+        dense: bool = False,
         protocol: str = "mean",
         report_kind: str = "acc_pct",
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
 
-        ``valid`` is f32[R, S] with NaN where a row has fewer seeds; NaN seeds
-        must come last in a row. ``row_ids=None`` means row ``r`` is the string
-        with ``space.string_id == r`` (a dense grid).
+        ``valid`` is f32[R, S] (or f32[R]) with NaN where a row has fewer seeds;
+        NaN seeds must come last in a row. Say which string each row holds, in
+        any order, with exactly one of:
+
+        - ``strings``: int[R, N] token strings (rows are sorted by
+          ``space.string_id`` here, so the given order cannot be wrong);
+        - ``string_ids``: int[R] ``space.string_id`` of each row, any order;
+        - ``row_ids``: int[R] strictly increasing string ids (loaders);
+        - ``dense=True``: row ``r`` is the string with ``string_id == r``.
+
+        ``cost`` (f32[R], e.g. training seconds) is optional: zeros when absent.
         """
+        given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
+        if sum(given) != 1:
+            raise ValueError(
+                f"{name}: say which string each row holds with exactly one of strings= (tokens[R, N]), "
+                "string_ids= (int[R]), row_ids= (sorted int[R]) or dense=True"
+            )
+        valid = np.asarray(valid, np.float32)
+        num_rows = valid.shape[0]
+        cost = np.zeros((num_rows,), np.float32) if cost is None else np.asarray(cost, np.float32)
+        for arr, what in ((cost, "cost"), (test, "test")):
+            if arr is not None and np.shape(arr) != (num_rows,):
+                raise ValueError(f"{name}: {what} must have one value per row ({num_rows}), got shape {np.shape(arr)}")
+        if strings is not None:
+            strings = np.asarray(strings)
+            if strings.ndim != 2 or strings.shape[1] != space.num_tokens:
+                raise ValueError(f"{name}: strings must be int[R, {space.num_tokens}], got shape {strings.shape}")
+            string_ids = np.asarray(jax.jit(jax.vmap(space.string_id))(jnp.asarray(strings, jnp.int32)))
+            if np.any(string_ids < 0):
+                bad = strings[int(np.argmax(string_ids < 0))].tolist()
+                raise ValueError(
+                    f"{name}: row {int(np.argmax(string_ids < 0))} holds invalid string {bad} for {space.name}"
+                )
+        if string_ids is not None:
+            string_ids = np.asarray(string_ids, np.int64)
+            if string_ids.shape != (num_rows,):
+                raise ValueError(f"{name}: need one string id per row ({num_rows}), got shape {string_ids.shape}")
+            order = np.argsort(string_ids, kind="stable")
+            sorted_ids = string_ids[order]
+            dup = np.nonzero(np.diff(sorted_ids) == 0)[0]
+            if dup.size:
+                rows_ = np.nonzero(string_ids == sorted_ids[dup[0]])[0].tolist()
+                raise ValueError(
+                    f"{name}: rows {rows_} are the same string (string id {int(sorted_ids[dup[0]])}); "
+                    "give one row per architecture (average seeds into the columns of one row)"
+                )
+            valid, cost = valid[order], cost[order]
+            test = None if test is None else np.asarray(test, np.float32)[order]
+            row_ids = sorted_ids
+        if dense and num_rows > space.size:
+            raise ValueError(f"{name}: dense table has {num_rows} rows but {space.name} has {space.size} strings")
         if protocol not in ("mean", "random"):
             raise ValueError(f"protocol must be 'mean' or 'random', got {protocol!r}")
         if report_kind not in REPORTS:
             raise ValueError(f"report_kind must be one of {list(REPORTS)}, got {report_kind!r}")
-        valid = np.asarray(valid, np.float32)
         if valid.ndim == 1:
             valid = valid[:, None]
         present = ~np.isnan(valid)
@@ -95,12 +145,64 @@ class TabularBenchmark(Objective):
             valid=jnp.asarray(valid),
             n_seeds=jnp.asarray(n_seeds),
             test=jnp.asarray(test, jnp.float32),
-            cost=jnp.asarray(np.asarray(cost, np.float32)),
+            cost=jnp.asarray(cost),
             row_ids=jnp.asarray(row_ids),
             space=space,
             name=name,
             protocol=protocol,
             has_test=has_test,
+            report_kind=report_kind,
+        )
+
+    @classmethod
+    def from_dict(
+        cls,
+        *,
+        name: str,
+        space: Space,
+        table: dict,
+        protocol: str = "mean",
+        report_kind: str = "identity",
+    ) -> TabularBenchmark:
+        """A table from ``{tokens: score}`` (bring your own benchmark).
+
+        Keys are token strings (tuples of ints; ``space.from_spec`` turns a
+        readable spec into one). A value is the
+        validation score (higher is better; one float or a list of per-seed
+        floats) or a dict ``{"valid": ..., "test": float, "cost": float}``.
+        Rows may come in any order; they are matched to strings by ``string_id``.
+        """
+        if not table:
+            raise ValueError(f"{name}: the table is empty")
+        strings, valid, test, cost = [], [], [], []
+        for tokens, entry in table.items():
+            strings.append(np.asarray(tokens, np.int64).reshape(-1))
+            entry = entry if isinstance(entry, dict) else {"valid": entry}
+            unknown = set(entry) - {"valid", "test", "cost"}
+            if unknown or "valid" not in entry:
+                raise ValueError(
+                    f"{name}: entry for {tuple(tokens)} needs 'valid' and may have 'test', 'cost'; got {sorted(entry)}"
+                )
+            valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
+            test.append(entry.get("test"))
+            cost.append(entry.get("cost", 0.0))
+        if len({s.shape for s in strings}) != 1:
+            raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
+        width = max(v.shape[0] for v in valid)
+        seeds = np.full((len(valid), width), np.nan, np.float32)
+        for i, v in enumerate(valid):
+            seeds[i, : v.shape[0]] = v
+        has_test = [t is not None for t in test]
+        if any(has_test) and not all(has_test):
+            raise ValueError(f"{name}: give 'test' for every entry or for none")
+        return cls.build(
+            name=name,
+            space=space,
+            valid=seeds,
+            cost=np.asarray(cost, np.float32),
+            test=np.asarray(test, np.float32) if all(has_test) else None,
+            strings=np.stack(strings),
+            protocol=protocol,
             report_kind=report_kind,
         )
 

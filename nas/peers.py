@@ -1,0 +1,335 @@
+"""Peer baselines: other libraries' searchers on our objectives, from a host loop.
+
+Our searchers are compiled (``lax.scan`` over steps, ``vmap`` over seeds). A
+*peer* is a searcher of another library that proposes one configuration at a
+time from Python; ``run_peer`` runs it on any objective of the contract
+(``spaces.benchmarks.objective``) and returns the ``nas.runner.History`` of our
+searchers, so a comparison table shows it beside them. Registered peers:
+
+- ``tpe``: Optuna's tree-structured Parzen estimator (``TPESampler``; Bergstra
+  et al., 2011, "Algorithms for Hyper-Parameter Optimization", the TPE of the
+  ReMAADE paper's Table III and Section VIII). Optuna is optional: ``pip install
+  optuna`` (requirements-dev.txt).
+
+Protocol, identical to our searchers' (``nas.runner``):
+
+- Seed ``s`` (key ``k_s``) sends its ``t``-th query with the key of runner step
+  ``t`` at batch size 1, ``split(fold_in(k_s, t), 3)[1]``; the peer's own RNG is
+  seeded from ``fold_in(k_s, INIT_FOLD)``. Each seed's ``t``-th proposal depends only on its own
+  first ``t - 1`` results (per-seed sequential). For speed the seeds of a group
+  run in lockstep: each proposes one configuration (host), then one jitted,
+  vmapped ``objective.query`` scores the group's configurations at once (what
+  the compiled runner does for ``vmap`` over seeds).
+- Never re-query (DESIGN.md): the budget counts distinct configurations
+  (``space.string_id``; inactive hyperparameters ignored). Optuna's TPE may
+  propose a configuration it has already evaluated (its Parzen estimators draw
+  categorical values again); such a proposal is not queried: the peer is told
+  it as a failed trial (Optuna's TPE leaves failed trials out of its Parzen
+  estimators, so its model sees each configuration once) and asked again.
+  After ``max_repeats`` repeated proposals in a row an unseen configuration is
+  queried instead, handed to the peer as its next trial (Optuna's
+  ``enqueue_trial``): with ``fallback="mutate"`` (default) the peer's last
+  proposal with one active hyperparameter changed (``space.mutate``; mutated
+  again until unseen), with ``fallback="uniform"`` a uniform draw
+  (``space.sample``), as our searchers' fallback (``nas.dedup.fill_unique``).
+  With few "good" trials TPE's Parzen estimator is peaked and its argmax over
+  candidates is the incumbent, so on a grid it re-proposes it often (on the
+  Section VIII space half to two thirds of its proposals after startup): a uniform fallback
+  turns much of its budget into random search, a mutation keeps it near its own
+  proposal. Invalid strings (``string_id < 0``) are told as
+  failed trials. Counts of both go into the metrics.
+
+Tokens map to Optuna distributions one to one: an ordinal token (a numeric grid:
+``HPOSpace.ordinal``, or a ``CategoricalSpace`` list of increasing numbers) is
+``suggest_int`` over its index (a log grid stays log-spaced), any other token
+``suggest_categorical`` over its indices. Conditional spaces (``HPOSpace``) are
+suggested top-down, define-by-run: an inactive hyperparameter is never
+suggested (token 0).
+
+Checkpoints: ``ckpt_path`` holds the finished groups of seeds (``seeds_per_group``);
+a rerun skips them and gives identical numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas import checkpoint
+from nas.host_loop import incumbent_stats, show_progress
+from nas.runner import INIT_FOLD, History
+from nas.searcher import SearcherOptions, check_option_names, one_of, positive
+from spaces.base import Space
+from spaces.hpo import HPOSpace
+from spaces.names import lookup
+
+FALLBACK_FOLD = 0x5EED0000  # fallback draws use fold_in(k_s, FALLBACK_FOLD + t)
+
+
+@dataclasses.dataclass(frozen=True)
+class TPEOptions(SearcherOptions):
+    """Attributes:
+    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
+    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
+    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
+    max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
+    fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
+    seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
+    """
+
+    n_startup_trials: int = 10
+    n_ei_candidates: int = 24
+    multivariate: bool = False
+    max_repeats: int = 5
+    fallback: str = "mutate"
+    seeds_per_group: int = 10
+
+    def check(self):
+        super().check()
+        if self.batch_size != 1:
+            raise ValueError(f"TPE proposes one configuration at a time: batch_size must be 1, got {self.batch_size}")
+        positive(self, "n_ei_candidates", "max_repeats")
+        one_of(self, "fallback", ("mutate", "uniform"))
+        if self.n_startup_trials < 0 or self.seeds_per_group < 0:
+            raise ValueError("n_startup_trials and seeds_per_group must be >= 0")
+
+
+def import_optuna():
+    try:
+        import optuna
+    except ImportError as e:
+        raise ImportError(
+            "the 'tpe' peer needs Optuna, an optional dependency: pip install optuna (see requirements-dev.txt)"
+        ) from e
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def ordinal_tokens(space: Space) -> list[bool]:
+    """Which tokens are ordered numeric grids (``space.ordinal``, or increasing numeric value lists)."""
+    if hasattr(space, "ordinal"):
+        return [bool(o) for o in space.ordinal]
+    out = []
+    for name in space.token_names:
+        vals = getattr(space, "values", {}).get(name)
+        numeric = vals is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+        out.append(bool(numeric and len(vals) > 1 and np.all(np.diff(np.asarray(vals, float)) > 0)))
+    return out
+
+
+class TPEProposer:
+    """One seed's Optuna study; ``ask() -> (trial, tokens)``, ``tell(trial, value | None)``."""
+
+    def __init__(self, space: Space, options: TPEOptions, seed: int):
+        optuna = import_optuna()
+        self.space, self.ordinal = space, ordinal_tokens(space)
+        conditional = isinstance(space, HPOSpace) and any(h.when for h in space.hyperparameters)
+        kwargs = {"group": True} if options.multivariate and conditional else {}
+        sampler = optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=options.n_startup_trials, n_ei_candidates=options.n_ei_candidates,
+            multivariate=options.multivariate, **kwargs,
+        )  # fmt: skip
+        self.study = optuna.create_study(direction="maximize", sampler=sampler)
+        self._trial_state = optuna.trial.TrialState
+
+    def _active(self, tokens: np.ndarray, i: int) -> bool:
+        return bool(self.space.active_host(tokens)[i]) if isinstance(self.space, HPOSpace) else True
+
+    def ask(self):
+        trial = self.study.ask()
+        tokens = np.zeros(self.space.num_tokens, np.int32)
+        for i, (name, card) in enumerate(zip(self.space.token_names, self.space.cardinalities)):
+            if not self._active(tokens, i):  # top-down: parents (earlier tokens) are decided
+                continue
+            if self.ordinal[i]:
+                tokens[i] = trial.suggest_int(name, 0, card - 1)
+            else:
+                tokens[i] = trial.suggest_categorical(name, list(range(card)))
+        return trial, tokens
+
+    def ask_fixed(self, tokens: np.ndarray):
+        """The next trial set to ``tokens`` (its active hyperparameters)."""
+        act = [self._active(tokens, i) for i in range(self.space.num_tokens)]
+        self.study.enqueue_trial({n: int(t) for n, t, a in zip(self.space.token_names, tokens, act) if a})
+        return self.ask()
+
+    def tell(self, trial, value: float | None) -> None:
+        if value is None:
+            self.study.tell(trial, state=self._trial_state.FAIL)
+        else:
+            self.study.tell(trial, float(value))
+
+
+PEERS: dict[str, tuple[type, type]] = {"tpe": (TPEOptions, TPEProposer)}
+
+
+def available_peers() -> list[str]:
+    return sorted(PEERS)
+
+
+def make_peer_options(name: str, **options) -> SearcherOptions:
+    cls = lookup("peer", name, PEERS)[0]
+    return cls(**check_option_names(name, cls, options))
+
+
+@dataclasses.dataclass(eq=False)
+class Peer:
+    """A host-side searcher: its registry name, space and options (``identity`` fingerprints checkpoints)."""
+
+    registry_name: str
+    space: Space
+    options: SearcherOptions
+
+    def __post_init__(self):
+        if self.registry_name == "tpe":
+            import_optuna()  # fail now, before a workdir is touched, when Optuna is absent
+
+    @property
+    def identity(self) -> str:
+        opts = dataclasses.asdict(self.options)
+        return json.dumps({"peer": self.registry_name, "space": self.space.name, "options": opts}, sort_keys=True)
+
+    @property
+    def max_queries(self) -> int:
+        return self.options.max_queries
+
+    def proposer(self, key: jax.Array):
+        seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
+        return PEERS[self.registry_name][1](self.space, self.options, seed)
+
+
+def make_peer(name: str, space: Space, **options) -> Peer:
+    return Peer(name, space, make_peer_options(name, **options))
+
+
+@jax.jit
+def query_keys(keys: jax.Array, t: jax.Array) -> jax.Array:
+    """Each seed's query key of runner step ``t`` (``nas.runner.search_step``)."""
+    return jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, t), 3)[1])(keys)
+
+
+@jax.jit
+def vmapped_query(objective, keys: jax.Array, tokens: jax.Array) -> dict:
+    """Each seed's ``objective.query(keys[s], tokens[s])`` (``tokens[G, 1, N]``) in one program."""
+    return jax.vmap(objective.query)(keys, tokens)
+
+
+@functools.lru_cache(maxsize=16)
+def host_functions(space: Space) -> tuple[Callable, Callable]:
+    """Jitted ``string_id``, ``sample`` and ``mutate`` of ``space`` (compiled once per space)."""
+    return jax.jit(space.string_id), jax.jit(space.sample), jax.jit(space.mutate)
+
+
+def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]:
+    """Lockstep run of ``len(keys)`` seeds: history arrays ``[G, Q, ...]`` and mean repeat/fallback counts."""
+    space, q, g = peer.space, peer.max_queries, keys.shape[0]
+    sid, sample, mutate = host_functions(space)
+    props = [peer.proposer(jax.random.fold_in(k, INIT_FOLD)) for k in keys]
+    seen: list[dict[int, float]] = [{} for _ in range(g)]
+    out = {
+        "tokens": np.zeros((g, q, space.num_tokens), np.int32),
+        "score": np.zeros((g, q), np.float32),
+        "report_score": np.zeros((g, q), np.float32),
+        "cost": np.zeros((g, q), np.float32),
+    }
+    repeats, fallbacks = np.zeros(g), np.zeros(g)
+    for t in range(q):
+        trials = []
+        for s, prop in enumerate(props):
+            for _ in range(peer.options.max_repeats):
+                trial, tokens = prop.ask()
+                i = int(sid(tokens))
+                if i >= 0 and i not in seen[s]:
+                    break
+                prop.tell(trial, None)  # a repeat or an invalid string: a failed trial, which TPE ignores
+                repeats[s] += 1
+            else:  # the peer keeps proposing evaluated configurations: an unseen one instead (TPEOptions.fallback)
+                fallbacks[s] += 1
+                k = jax.random.fold_in(keys[s], FALLBACK_FOLD + t)
+                start = tokens
+                for r in range(10_000):
+                    kr = jax.random.fold_in(k, r)
+                    if peer.options.fallback == "mutate" and r < 1000:  # edits accumulate: a walk from the proposal
+                        tokens = np.asarray(mutate(kr, jnp.asarray(tokens if r % 10 else start)))
+                    else:
+                        tokens = np.asarray(sample(kr))
+                    i = int(sid(tokens))
+                    if i >= 0 and i not in seen[s]:
+                        break
+                else:
+                    raise RuntimeError(f"{space.name}: no unseen configuration found; is the space exhausted?")
+                trial, tokens = prop.ask_fixed(tokens)
+            trials.append((trial, tokens, i))
+        toks = np.stack([tk for _, tk, _ in trials])[:, None, :]
+        res = jax.tree_util.tree_map(np.asarray, query(query_keys(keys, t), jnp.asarray(toks)))
+        for s, (trial, tokens, i) in enumerate(trials):
+            v = float(res["valid"][s, 0])
+            seen[s][i] = v
+            props[s].tell(trial, v)
+            out["tokens"][s, t] = tokens
+            for k_out, k_res in (("score", "valid"), ("report_score", "test"), ("cost", "cost")):
+                out[k_out][s, t] = res[k_res][s, 0]
+    return out, {"repeats": float(repeats.mean()), "fallbacks": float(fallbacks.mean())}
+
+
+def run_peer(
+    peer: Peer,
+    objective,
+    keys: jax.Array,
+    *,
+    ckpt_path: str | None = None,
+    fingerprint_extra: str = "",
+    progress: bool = True,
+    label: str = "",
+    max_chunks: int | None = None,
+    on_chunk: Callable[[dict], None] | None = None,
+    report: Callable | None = None,
+    chunk_steps: int = 0,
+) -> History | None:
+    """``run_chunked``'s contract for a peer: a chunk is a group of seeds; None when ``max_chunks`` stopped it."""
+    del chunk_steps  # a peer's unit of work is a group of seeds
+    s, q, n = keys.shape[0], peer.max_queries, peer.space.num_tokens
+    per = peer.options.seeds_per_group or s
+    bounds = list(range(0, s, per)) + [s]
+    fprint = checkpoint.run_fingerprint(peer, keys, fingerprint_extra)
+    like = {
+        "done": np.zeros((), np.int32),
+        "tokens": np.zeros((s, q, n), np.int32),
+        "score": np.zeros((s, q), np.float32),
+        "report_score": np.zeros((s, q), np.float32),
+        "cost": np.zeros((s, q), np.float32),
+    }
+    state = like if ckpt_path is None else (checkpoint.load(ckpt_path, like, fprint) or like)
+    state = {k: np.array(v) for k, v in state.items()}
+    query = functools.partial(vmapped_query, objective)  # the objective an argument: tables are not baked in
+    t0, done_now = time.perf_counter(), 0
+    for c in range(len(bounds) - 1):
+        lo, hi = bounds[c], bounds[c + 1]
+        if hi <= int(state["done"]):
+            continue
+        if max_chunks is not None and done_now >= max_chunks:
+            return None
+        arrays, metrics = run_group(peer, keys[lo:hi], query)
+        for k, v in arrays.items():
+            state[k][lo:hi] = v
+        state["done"] = np.asarray(hi, np.int32)
+        done_now += 1
+        if on_chunk is not None:
+            info = {"chunk": c + 1, "num_chunks": len(bounds) - 1, "step": c + 1, "seeds_done": hi, "queries": q}
+            info.update({"elapsed_s": time.perf_counter() - t0, "metrics": metrics})
+            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], q, report))
+            on_chunk(info)
+        if ckpt_path is not None:
+            checkpoint.save(ckpt_path, state, fprint)
+        if progress:
+            show_progress(label or peer.registry_name, c + 1, len(bounds) - 1, q, time.perf_counter() - t0)
+    sys.stderr.flush()
+    return History(tokens=state["tokens"], score=state["score"], report_score=state["report_score"], cost=state["cost"])

@@ -1,0 +1,46 @@
+"""Each searcher compiles one program per distinct chunk shape, also with its seeds split over devices
+(the state ``init`` returns is placed like the state a chunk returns, so the second chunk hits the cache)."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_SCRIPT = """
+import collections, json, logging, sys, jax
+from nas.devices import use_cpu_cores
+assert use_cpu_cores(2) == 2
+from nas.host_loop import run_chunked
+from nas.searcher import make_searcher
+from spaces.benchmarks.registry import make_benchmark
+
+compiles = collections.Counter()
+handler = logging.Handler()
+handler.emit = lambda r: compiles.update([r.getMessage().split()[1]] if r.getMessage().startswith("Compiling") else [])
+logging.getLogger("jax._src.interpreters.pxla").addHandler(handler)
+bench = make_benchmark("nb201/cifar10")
+keys = jax.random.split(jax.random.PRNGKey(0), 4)
+out = {}
+for name in ("random_search", "regularized_evolution"):
+    s = make_searcher(name, bench.space, max_queries=12, **({"population_size": 4, "tournament_size": 2}
+                                                          if name == "regularized_evolution" else {}))
+    compiles.clear()
+    with jax.log_compiles(True):
+        h = run_chunked(s, bench, keys, chunk_steps=3, progress=False)  # 4 chunks of 3 steps
+        jax.block_until_ready(h.score)
+    assert len(h.score.sharding.device_set) == 2, h.score.sharding
+    out[name] = dict(compiles)
+print(json.dumps(out))
+"""
+
+
+def test_chunks_compile_once_with_seeds_split_over_two_devices():
+    r = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts = json.loads(r.stdout.strip().splitlines()[-1])
+    for name, c in counts.items():
+        assert c.get("jit(one)") == 1, (name, c)  # the chunk program (host_loop.chunk_program), once for 4 chunks
+        assert c.get("jit(<lambda>)") == 1, (name, c)  # init_program
+        # besides: jax's small `_multi_slice` helper that reads sharded arrays back to the host

@@ -19,7 +19,11 @@ def test_config_loads_and_validates(name):
     module = importlib.import_module(f"configs.{name}")
     config = module.get_config()
     assert module.__doc__ and "python -m scripts." in module.__doc__, f"configs/{name}.py: docstring lacks its command"
-    if "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
+    if "task" in config:  # a host-side search with real training (scripts.language_search)
+        from nas.host_experiment import validate_host_config
+
+        validate_host_config(config)
+    elif "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
         validate_config(config)
 
 

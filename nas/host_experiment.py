@@ -1,0 +1,168 @@
+"""Experiments with host-side evaluation: searchers x seeds on a language task with real training.
+
+A config (``configs/language_search.py``) has the fields of ``nas.experiment_config`` that a
+host search needs, with ``task`` in place of ``benchmark``::
+
+    task          a language task (spaces.language.tasks: digits_cnn, diabetes_mlp)
+    train         TrainConfig overrides (epochs, batch_size, learning_rate, max_group)
+    num_trials    seeds per searcher
+    max_queries   architectures trained per run
+    seed          the root seed: trial i of every searcher uses seed + i (also its training seed)
+    report_every  query counts of the summary table
+    only          comma-separated searcher labels to run ("" = all)
+    searchers     label -> {"name": registered searcher, **its options} (searcher_configs)
+
+``run_host_experiment`` runs each (searcher, trial) with ``nas.host_search.run_host_search``
+and saves it as ``runs/<label>_<trial>.npz`` (a rerun in the same workdir skips saved runs),
+then writes ``summary.json``: per searcher and budget, the mean and standard error over trials
+of the incumbent's validation score and of its test score, architectures trained, wall time.
+One ``Trainer`` serves the whole experiment, so an architecture that two searchers propose with
+the same seed is trained once (memo) and compiled programs are shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from nas.experiment_config import ConfigError, _check_int, get, searcher_options_of, selected_labels, to_dict
+from nas.host_search import incumbent_curves, run_host_search
+
+REQUIRED = ("task", "num_trials", "max_queries", "seed", "searchers")
+
+
+def validate_host_config(config) -> None:
+    """One-line ``ConfigError`` for anything that would fail later (before any training)."""
+    from spaces.language.tasks import available_tasks
+    from spaces.language.training import TrainConfig
+    from spaces.names import unknown
+
+    cfg = to_dict(config)
+    missing = [k for k in REQUIRED if k not in cfg]
+    if missing:
+        raise ConfigError(f"config lacks field(s) {missing}; see configs/language_search.py for the schema")
+    if cfg["task"] not in available_tasks():
+        raise ConfigError(f"config.task: {unknown('language task', cfg['task'], available_tasks())}")
+    fields = set(TrainConfig.__dataclass_fields__)
+    train = dict(get(cfg, "train", {}))
+    bad = sorted(set(train) - fields)
+    if bad:
+        raise ConfigError(f"config.train has unknown field(s) {bad}; TrainConfig fields: {sorted(fields)}")
+    try:
+        TrainConfig(**train)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"config.train: {e}") from e
+    _check_int(cfg, "num_trials", 1, ">= 1")
+    _check_int(cfg, "max_queries", 1, ">= 1")
+    _check_int(cfg, "seed", 0, ">= 0 (a seed)")
+    _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
+    if not cfg["searchers"]:
+        raise ConfigError("config.searchers is empty: name at least one searcher")
+    for label in cfg["searchers"]:
+        searcher_options_of(config, label)
+    selected_labels(config)
+
+
+def run_host_experiment(config, workdir: str, log=print) -> dict:
+    """Runs every selected searcher ``num_trials`` times; returns (and writes) the summary."""
+    import dataclasses
+
+    from spaces.language.tasks import make_task
+
+    validate_host_config(config)
+    cfg = to_dict(config)
+    task = make_task(cfg["task"], **dict(get(cfg, "train", {})))
+    os.makedirs(os.path.join(workdir, "runs"), exist_ok=True)
+    check_workdir(cfg, workdir)
+    q, every = int(cfg["max_queries"]), int(get(cfg, "report_every", 8))
+    budgets = sorted({min(b, q) for b in range(every, q + every, every)})
+    summary = {
+        "task": cfg["task"],
+        "report": task.report_name,
+        "train": dataclasses.asdict(task.trainer.cfg),
+        "max_queries": q,
+        "budgets": budgets,
+        "searchers": {},
+    }
+    for label in selected_labels(config):
+        entry = dict(cfg["searchers"][label])
+        name = entry.pop("name")
+        options = dataclasses.asdict(searcher_options_of(config, label))
+        options.pop("max_queries")
+        runs = []
+        for trial in range(int(cfg["num_trials"])):
+            path = os.path.join(workdir, "runs", f"{label}_{trial}.npz")
+            if os.path.exists(path):
+                runs.append(dict(np.load(path)))
+                continue
+            seed = int(cfg["seed"]) + trial
+            t0 = time.perf_counter()
+            run = run_host_search(task.evaluate, task.space, name, seed, q, **options)
+            tmp = path + ".tmp.npz"
+            np.savez(tmp, **run)
+            os.replace(tmp, path)
+            runs.append(run)
+            best = np.max(np.where(np.isfinite(run["valid"]), run["valid"], -np.inf))
+            log(f"{label} trial {trial}: best valid {best:.4f} in {time.perf_counter() - t0:.1f}s")
+        summary["searchers"][label] = summarize(runs, budgets, task)
+    summary["trainer"] = {k: round(float(v), 3) for k, v in task.trainer.stats.items()}
+    with open(os.path.join(workdir, "summary.json.tmp"), "w") as f:
+        json.dump(summary, f, indent=1)
+    os.replace(os.path.join(workdir, "summary.json.tmp"), os.path.join(workdir, "summary.json"))
+    return summary
+
+
+def _se(x) -> float:
+    return float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
+def check_workdir(cfg: dict, workdir: str) -> None:
+    """Saved runs are reused only by the same config (task, training, budget, seed, searchers)."""
+    path = os.path.join(workdir, "config.json")
+    mine = {k: cfg.get(k) for k in ("task", "train", "max_queries", "seed", "searchers")}
+    mine = json.loads(json.dumps(mine, sort_keys=True, default=str))
+    if os.path.exists(path):
+        with open(path) as f:
+            theirs = json.load(f)
+        if theirs != mine:
+            diff = sorted(k for k in mine if mine[k] != theirs.get(k))
+            raise ConfigError(
+                f"workdir {workdir} holds runs of another config (fields {diff} differ); use a new --workdir"
+            )
+        return
+    with open(path + ".tmp", "w") as f:
+        json.dump(mine, f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def summarize(runs: list[dict], budgets: list[int], task) -> dict:
+    curves = [incumbent_curves(r["valid"], r["test"]) for r in runs]
+    out = {"trials": len(runs), "at": {}}
+    for b in budgets:
+        v = np.asarray([c[0][b - 1] for c in curves], np.float64)
+        t = np.asarray([c[1][b - 1] for c in curves], np.float64)
+        out["at"][b] = {
+            "valid": float(np.mean(v)),
+            "valid_se": _se(v),
+            "test": float(np.mean(t)),
+            "test_se": _se(t),
+            "reported": float(np.mean(task.report(t))),
+            "reported_se": _se(task.report(t)),
+        }
+    out["failed"] = int(sum(np.sum(~np.isfinite(r["valid"])) for r in runs))
+    out["wall_s"] = float(np.mean([r["wall_s"][-1] for r in runs]))
+    return out
+
+
+def format_summary(summary: dict) -> str:
+    """A text table: per searcher, the incumbent's test metric (mean +- s.e.) at each budget."""
+    budgets = summary["budgets"]
+    head = f"{summary['task']}: {summary['report']} of the best-validation architecture (mean +- s.e. over trials)"
+    lines = [head, "searcher".ljust(24) + "".join(f"{b:>16}" for b in budgets) + "    wall s/run"]
+    for label, s in summary["searchers"].items():
+        cells = "".join(f"{s['at'][b]['reported']:>9.2f} +- {s['at'][b]['reported_se']:<4.2f}" for b in budgets)
+        lines.append(label.ljust(24) + cells + f"    {s['wall_s']:.0f}")
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""Training compiled language networks with optax, many candidates per compiled program.
+
+Negrinho et al. 2019, Section 7: sampled architectures are trained with Adam (learning rate
+0.001) and compared by validation accuracy. ``Trainer.evaluate(tokens, seeds)`` trains a batch
+of architectures of a flattened space (``FlatLanguageSpace``) on a ``Dataset``:
+
+1. each string is decoded and compiled to a ``Plan`` (``spaces.language.compile``);
+2. the batch is grouped by ``Plan.signature``: architectures with one signature compute the same
+   function of (parameters, inputs, traced hyperparameters), so a group trains as ONE program,
+   ``vmap``-ed over its members (their traced hyperparameters, e.g. dropout rates and activation
+   choices, differ; the group is padded to a power of two so a group size compiles once);
+3. programs are cached per (signature, group size): an architecture seen again, or another one
+   with the same signature, reuses the compiled train step. Results are memoized per
+   (canonical string, seed), so an architecture queried twice is trained once.
+
+An architecture trained with seed ``s`` starts from the key ``fold_in(PRNGKey(s), crc32 of its
+canonical string)`` (initial parameters, data order, dropout masks), so its result does not depend
+on which other candidates share its batch or group.
+
+One program trains ``epochs`` epochs of mini-batch Adam in a ``lax.scan`` (network = the
+architecture's graph, then flatten and a dense head with ``num_outputs``), then scores the
+validation and test splits: accuracy in [0, 1] for classification, ``-log(MSE)`` for
+regression. A run whose loss or parameters become non-finite (divergence) scores ``-inf`` on
+both, as does an invalid string; it never raises and is never a best. ``cost`` is the
+candidate's share of its group's training wall time (compilation excluded; ``stats`` keeps it).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import time
+import zlib
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from spaces.language.compile import CompiledNetwork, Plan, plan_of
+from spaces.language.core import InvalidArchitecture
+from spaces.language.datasets import Dataset
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Attributes:
+    epochs: passes over the training split.
+    batch_size: mini-batch size (the last partial batch of an epoch is dropped).
+    learning_rate: Adam's step size (0.001 in the paper).
+    max_group: largest number of candidates vmapped in one program (larger groups are split).
+    min_group: smallest program size: groups are padded to a power of two, at least this
+        (``min_group = max_group``: one program per signature, at the price of padded rows).
+    eval_batch: rows per forward pass when scoring a split.
+    """
+
+    epochs: int = 3
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    max_group: int = 16
+    min_group: int = 1
+    eval_batch: int = 512
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "max_group", "min_group", "eval_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training option {name} must be >= 1, got {getattr(self, name)}")
+        if self.min_group > self.max_group:
+            raise ValueError(f"min_group ({self.min_group}) must be <= max_group ({self.max_group})")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+
+
+class Network(nn.Module):
+    """The compiled architecture followed by a dense head."""
+
+    plan: Plan
+    num_outputs: int
+
+    @nn.compact
+    def __call__(self, x, traced, train: bool = False):
+        y = CompiledNetwork(self.plan, name="body")(x, traced, train)
+        return nn.Dense(self.num_outputs, name="head")(y.reshape(y.shape[0], -1))
+
+
+def num_params(plan: Plan, data: Dataset) -> int:
+    model = Network(plan, data.num_outputs)
+    x = jnp.zeros((1,) + data.input_shape, jnp.float32)
+    shapes = jax.eval_shape(model.init, jax.random.PRNGKey(0), x, jnp.asarray(plan.traced_vector))
+    return int(sum(math.prod(a.shape) for a in jax.tree_util.tree_leaves(shapes.get("params", {}))))
+
+
+def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
+    """``train(keys[K], traced[K, T], x_tr, y_tr, x_va, y_va, x_te, y_te) -> {"valid", "test", "loss"}[K]``."""
+    model = Network(plan, data.num_outputs)
+    classify = data.kind == "classification"
+    n_train = data.x_train.shape[0]
+    bs = min(cfg.batch_size, n_train)
+    steps = max(n_train // bs, 1)
+    opt = optax.adam(cfg.learning_rate)
+
+    def loss_of(out, y):
+        if classify:
+            return optax.softmax_cross_entropy_with_integer_labels(out, y).mean()
+        return jnp.mean((out[:, 0] - y) ** 2)
+
+    def score(variables, traced, x, y):
+        chunks = -(-x.shape[0] // cfg.eval_batch)
+        pad = chunks * cfg.eval_batch - x.shape[0]
+        xs = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)).reshape((chunks, cfg.eval_batch) + x.shape[1:])
+        out = jax.lax.map(lambda xb: model.apply(variables, xb, traced, False), xs).reshape(-1, data.num_outputs)
+        out = out[: x.shape[0]]
+        if classify:
+            return jnp.mean(jnp.argmax(out, -1) == y)
+        return -jnp.log(jnp.mean((out[:, 0] - y) ** 2))
+
+    def train_one(key, traced, x_tr, y_tr, x_va, y_va, x_te, y_te):
+        k_init, k_perm, k_drop = jax.random.split(key, 3)
+        variables = model.init({"params": k_init, "dropout": k_drop}, x_tr[:1], traced, False)
+        params, stats = variables["params"], variables.get("batch_stats")
+        opt_state = opt.init(params)
+        perms = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(k_perm, e), n_train)[: steps * bs])(
+            jnp.arange(cfg.epochs)
+        ).reshape(cfg.epochs * steps, bs)
+
+        def step(carry, xs):
+            params, stats, opt_state = carry
+            i, idx = xs
+
+            def loss_fn(p):
+                v = {"params": p} if stats is None else {"params": p, "batch_stats": stats}
+                out, upd = model.apply(
+                    v, x_tr[idx], traced, True, rngs={"dropout": jax.random.fold_in(k_drop, i)}, mutable=["batch_stats"]
+                )
+                return loss_of(out, y_tr[idx]), upd
+
+            (loss, upd), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            updates, opt_state = opt.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            return (params, upd.get("batch_stats", stats) if stats is not None else None, opt_state), loss
+
+        (params, stats, _), losses = jax.lax.scan(step, (params, stats, opt_state), (jnp.arange(perms.shape[0]), perms))
+        v = {"params": params} if stats is None else {"params": params, "batch_stats": stats}
+        finite = jnp.all(jnp.isfinite(losses)) & jnp.all(
+            jnp.asarray([jnp.all(jnp.isfinite(a)) for a in jax.tree_util.tree_leaves(v)])
+        )
+        va, te = score(v, traced, x_va, y_va), score(v, traced, x_te, y_te)
+        bad = ~finite | ~jnp.isfinite(va) | ~jnp.isfinite(te)
+        return {
+            "valid": jnp.where(bad, -jnp.inf, va),
+            "test": jnp.where(bad, -jnp.inf, te),
+            "loss": losses[-1],
+        }
+
+    return jax.jit(jax.vmap(train_one, in_axes=(0, 0) + (None,) * 6))
+
+
+def candidate_hash(canonical: tuple) -> int:
+    """A process-independent 31-bit hash of a canonical token string (folded into the training key)."""
+    return zlib.crc32(np.asarray(canonical, np.int32).tobytes()) & 0x7FFFFFFF
+
+
+class Trainer:
+    """Trains batches of architectures of ``space`` on ``data`` (module docstring)."""
+
+    def __init__(self, space, data: Dataset, cfg: TrainConfig = TrainConfig(), max_programs: int = 64):
+        self.space, self.data, self.cfg = space, data, cfg
+        self.max_programs = max_programs
+        self.programs: collections.OrderedDict = collections.OrderedDict()
+        self.memo: dict[tuple, dict] = {}
+        self.stats = {"trained": 0, "programs_compiled": 0, "compile_s": 0.0, "train_s": 0.0, "memo_hits": 0}
+        self._arrays = tuple(
+            jnp.asarray(a) for a in (data.x_train, data.y_train, data.x_valid, data.y_valid, data.x_test, data.y_test)
+        )
+
+    def program(self, plan: Plan, k: int, traced: np.ndarray):
+        """The compiled train step for ``plan``'s signature and group size ``k`` (cached)."""
+        key = (plan.signature, k)
+        if key in self.programs:
+            self.programs.move_to_end(key)
+            return self.programs[key]
+        fn = make_train_fn(plan, self.data, self.cfg)
+        t = time.perf_counter()
+        keys = jnp.zeros((k, 2), jnp.uint32)
+        compiled = fn.lower(keys, jnp.asarray(traced), *self._arrays).compile()
+        self.stats["compile_s"] += time.perf_counter() - t
+        self.stats["programs_compiled"] += 1
+        self.programs[key] = compiled
+        if len(self.programs) > self.max_programs:
+            self.programs.popitem(last=False)
+        return compiled
+
+    def plan_of_tokens(self, tokens) -> Plan | None:
+        """The plan of one string, or None when it is invalid (never raises on a bad architecture)."""
+        if not bool(self.space.is_valid(jnp.asarray(tokens))):
+            return None
+        try:
+            return plan_of(self.space.decode(tokens)[0])
+        except InvalidArchitecture:
+            return None
+
+    def evaluate(self, tokens: np.ndarray, seeds: np.ndarray) -> dict[str, np.ndarray]:
+        """Trains each row of ``tokens`` (int[M, N]) with its seed; returns valid, test, cost, params (f32[M])."""
+        tokens = np.asarray(tokens)
+        m = tokens.shape[0]
+        out = {k: np.full(m, -np.inf, np.float32) for k in ("valid", "test")}
+        out["cost"] = np.zeros(m, np.float32)
+        out["params"] = np.zeros(m, np.float32)
+        groups: dict[tuple, list] = {}
+        valid = np.asarray(jax.vmap(self.space.is_valid)(jnp.asarray(tokens, jnp.int32)))
+        for i in range(m):
+            if not valid[i]:
+                continue  # -inf, never trained
+            canon = tuple(np.where(self.space.active_np(tokens[i]), tokens[i], 0).tolist())
+            memo_key = (canon, int(seeds[i]))
+            if memo_key in self.memo:
+                self.stats["memo_hits"] += 1
+                for k, v in self.memo[memo_key].items():
+                    out[k][i] = v
+                continue
+            plan = self.plan_of_tokens(tokens[i])
+            if plan is None:
+                continue
+            groups.setdefault(plan.signature, []).append((i, plan, memo_key))
+        keys = {}
+        for members in groups.values():
+            for i, _, (canon, seed) in members:
+                keys[i] = np.asarray(jax.random.fold_in(jax.random.PRNGKey(int(seed)), candidate_hash(canon)))
+        for members in groups.values():
+            for start in range(0, len(members), self.cfg.max_group):
+                self._train_group(members[start : start + self.cfg.max_group], keys, out)
+        return out
+
+    def _train_group(self, members: list, keys: dict, out: dict) -> None:
+        k = max(1 << (len(members) - 1).bit_length(), self.cfg.min_group)  # a power of two: a program per size
+        rows = [members[min(j, len(members) - 1)] for j in range(k)]
+        traced = np.stack([p.traced_vector for _, p, _ in rows]).reshape(k, -1)
+        keys = np.stack([keys[i] for i, _, _ in rows])
+        prog = self.program(rows[0][1], k, traced)
+        t = time.perf_counter()
+        res = jax.device_get(prog(jnp.asarray(keys, jnp.uint32), jnp.asarray(traced), *self._arrays))
+        elapsed = time.perf_counter() - t
+        self.stats["train_s"] += elapsed
+        self.stats["trained"] += len(members)
+        n_par = num_params(rows[0][1], self.data)
+        for j, (i, _, memo_key) in enumerate(members):
+            r = {"valid": res["valid"][j], "test": res["test"][j], "cost": elapsed / len(members), "params": n_par}
+            self.memo[memo_key] = r
+            for name, v in r.items():
+                out[name][i] = v

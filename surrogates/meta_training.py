@@ -41,7 +41,10 @@ def source_tasks(suite: Sequence[str], target: str) -> list[str]:
 def all_strings(space, limit: int = 100_000) -> np.ndarray:
     """int32[R, N]: every valid string of a small space, in string-id order (exhaustive acquisition)."""
     if space.size > limit:
-        raise ValueError(f"space {space.name!r} has {space.size} strings; exhaustive listing stops at {limit}")
+        raise ValueError(
+            f"space {space.name!r} has {space.size:,} strings; TNAS scores every string (exhaustive acquisition) "
+            f"and lists at most {limit:,}: use a smaller space or another searcher"
+        )
     grids = np.meshgrid(*[np.arange(c) for c in space.cardinalities], indexing="ij")
     tokens = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int32)
     ok = np.asarray(jax.vmap(space.is_valid)(jnp.asarray(tokens)))

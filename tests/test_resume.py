@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from nas.searcher import available_searchers
 
@@ -18,36 +19,46 @@ from nas.experiment import run_experiment
 from nas.experiment_config import searcher_configs
 from nas.searcher import available_searchers
 from tests.searcher_settings import cheap_options
+GROUPS = {groups}
 
 config = default.get_config()
 config.num_trials, config.max_queries, config.chunk_steps, config.report_every = 2, 40, 2, 10
 entries = {}
-for name in available_searchers():
+group = int(sys.argv[1])
+for name in available_searchers()[group::GROUPS]:
     opts = cheap_options(name)
     opts.pop("max_queries", None)
     entries[name] = {"name": name, **opts}
 config.searchers = searcher_configs(**entries)
-for mode, workdir in zip(sys.argv[1::2], sys.argv[2::2]):  # one process may run several (shared programs)
+for mode, workdir in zip(sys.argv[2::2], sys.argv[3::2]):  # one process may run several (shared programs)
     out = run_experiment(config, workdir, progress=False, max_chunks=2 if mode == "interrupt" else None)
     print("interrupted" if out is None else "finished")
 """
+GROUPS = 3  # the registry split in three tests, so parallel test workers share the work
 
 
-def run(*mode_workdir):
+def run(group, *mode_workdir):
+    script = _SCRIPT.replace("{groups}", str(GROUPS))
     r = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, *map(str, mode_workdir)], cwd=ROOT, capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", script, str(group), *map(str, mode_workdir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout.strip().splitlines()[-len(mode_workdir) // 2 :]
 
 
-def test_every_searcher_resumes_in_a_new_process_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("group", range(GROUPS))
+def test_every_searcher_resumes_in_a_new_process_bit_for_bit(tmp_path, group):
+    names = available_searchers()[group::GROUPS]
     whole, part = tmp_path / "whole", tmp_path / "part"
-    assert run("whole", whole, "interrupt", part) == ["finished", "interrupted"]
-    assert sorted(os.listdir(part / "ckpt")) == sorted(f"{n}.npz" for n in available_searchers())
-    assert run("resume", part) == ["finished"]  # a new process: fingerprints and compiled programs rebuilt
+    assert run(group, "whole", whole, "interrupt", part) == ["finished", "interrupted"]
+    assert sorted(os.listdir(part / "ckpt")) == sorted(f"{n}.npz" for n in names)
+    assert run(group, "resume", part) == ["finished"]  # a new process: fingerprints and compiled programs rebuilt
     assert not os.listdir(part / "ckpt")
-    for name in available_searchers():
+    for name in names:
         a, b = np.load(whole / "history" / f"{name}.npz"), np.load(part / "history" / f"{name}.npz")
         for k in ("tokens", "score", "report_score", "cost"):
             np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name}: {k}")

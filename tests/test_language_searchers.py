@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax import struct
 
-from nas.runner import INIT_FOLD, make_search
+from nas.runner import make_search
 from nas.searcher import available_searchers, make_searcher
 from spaces.base import CategoricalSpace, Space
 from spaces.benchmarks.objective import Objective
@@ -54,21 +54,9 @@ def test_every_searcher_runs_on_a_flattened_language_space(name):
             make_searcher(name, obj.space, **kwargs)
         return
     searcher = make_searcher(name, obj.space, **kwargs)
-    key = jax.random.PRNGKey(3)
-    ask, tell, query = jax.jit(searcher.ask), jax.jit(searcher.tell), jax.jit(obj.query)
-    state = jax.jit(searcher.init)(jax.random.fold_in(key, INIT_FOLD))
-    toks, vals = [], []
-    for t in range(searcher.num_steps):
-        k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, t), 3)
-        tokens, state = ask(k_ask, state)
-        res = query(k_query, tokens)
-        state, _ = tell(k_tell, tokens, res["valid"], state)
-        toks.append(np.asarray(tokens))
-        vals.append(np.asarray(res["valid"]))
+    # the compiled runner only: Python loop == scan is tested for every searcher in test_searchers.py
+    hist = jax.jit(make_search(searcher))(jax.random.PRNGKey(3), obj)
     q = searcher.max_queries
-    hist = jax.jit(make_search(searcher))(key, obj)
-    np.testing.assert_array_equal(np.concatenate(toks)[:q], np.asarray(hist.tokens))
-    np.testing.assert_array_equal(np.concatenate(vals)[:q], np.asarray(hist.score))
     ids = np.asarray(jax.vmap(obj.space.string_id)(hist.tokens))
     assert np.all(ids >= 0) and len(set(ids.tolist())) == q, f"{name}: invalid or repeated architectures"
     assert np.all(np.isfinite(np.asarray(hist.score)))

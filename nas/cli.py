@@ -24,6 +24,11 @@ from nas.experiment_config import ConfigError
 __all__ = ["ConfigError", "DataError", "CheckpointError", "run", "parse_flags", "guarded"]
 from spaces.files import DataError
 
+# where the train commands keep JAX's persistent compilation cache unless told otherwise
+DEFAULT_COMPILATION_CACHE = os.environ.get(
+    "JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")
+)
+
 
 def _config_spec(argv: list[str]) -> str | None:
     for i, a in enumerate(argv):

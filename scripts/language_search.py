@@ -13,8 +13,6 @@ with the same ``--workdir`` skips the runs already saved there (``runs/*.npz``).
 
 from __future__ import annotations
 
-import os
-
 from absl import flags
 from ml_collections import config_flags
 
@@ -24,7 +22,7 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file (configs/
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (created; reused to resume).")
 _COMPILATION_CACHE = flags.DEFINE_string(
     "compilation_cache",
-    os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")),
+    cli.DEFAULT_COMPILATION_CACHE,
     "JAX persistent compilation cache directory ('' = off).",
 )
 flags.mark_flags_as_required(["config", "workdir"])

@@ -18,8 +18,6 @@ default ``$JAX_COMPILATION_CACHE_DIR`` or ``~/.cache/nasjax/jax``; ``--compilati
 
 from __future__ import annotations
 
-import os
-
 from absl import flags
 from ml_collections import config_flags
 
@@ -33,7 +31,7 @@ _CPU_DEVICES = flags.DEFINE_integer(
 )
 _COMPILATION_CACHE = flags.DEFINE_string(
     "compilation_cache",
-    os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")),
+    cli.DEFAULT_COMPILATION_CACHE,
     "JAX persistent compilation cache directory ('' = off).",
 )
 flags.mark_flags_as_required(["config", "workdir"])

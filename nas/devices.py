@@ -136,6 +136,32 @@ def gather_seeds(tree):
     return jax.tree.map(np.asarray, multihost_utils.process_allgather(tree, tiled=True))
 
 
+def is_lead() -> bool:
+    """Whether this process writes the outputs of a run: process 0 (the only one on a single host)."""
+    return jax.process_index() == 0
+
+
+def from_lead(tree):
+    """``tree`` (host values) as process 0 has it, on every process; unchanged on a single process.
+
+    Host-side decisions of a multi-process run (a finished searcher, a loaded checkpoint) are made by
+    process 0 alone, which owns the workdir, and broadcast, so the processes never disagree about
+    which compiled programs run next.
+    """
+    if jax.process_count() == 1:
+        return tree
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(np.asarray, multihost_utils.broadcast_one_to_all(tree))
+
+
+def first_value(x) -> np.ndarray:
+    """The host value of a per-seed array's first local row (for values every seed shares, like the
+    step counter), read without a collective."""
+    shards = getattr(x, "addressable_shards", None)
+    return np.asarray(shards[0].data if shards else x).reshape(-1)[0]
+
+
 def shard_keys(searcher, keys):
     """The seed keys of a run of ``searcher``, split over the devices unless the searcher says it
     must stay on one (``splits_over_devices = False``; every registered searcher splits). The
@@ -149,12 +175,13 @@ def shard_like(keys, tree):
     """``tree`` (leaves with the seed axis first) placed like ``keys``: split over the same devices.
 
     The state that ``init`` returns must be placed like the state a chunk returns,
-    or the second chunk sees new input shardings and compiles again.
+    or the second chunk sees new input shardings and compiles again. Host (numpy) leaves, a loaded
+    checkpoint, become global arrays built from each process's identical copy.
     """
     sharding = getattr(keys, "sharding", None)
     if not isinstance(sharding, NamedSharding):
         return tree
-    return jax.device_put(tree, sharding)
+    return jax.tree.map(lambda x: jax.device_put(x, sharding) if isinstance(x, jax.Array) else _put(x, sharding), tree)
 
 
 def initialize_distributed(

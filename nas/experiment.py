@@ -7,17 +7,26 @@ Each selected searcher runs ``num_trials`` seeds with the chunked host loop
 (``nas.host_loop``); finished searchers are kept, an interrupted one resumes
 from its checkpoint with identical numbers; at the end the reports are written
 (``nas.report``: summary.json, results.csv, curves.png).
+
+In a multi-process run (``scripts.train --distributed``) every process runs the same compiled
+chunks on its share of the seeds; process 0 alone owns the workdir (lock, checkpoints,
+histories, reports) and broadcasts what it finds there, so the other processes need no access to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 
+import jax
+import numpy as np
+
 from nas import peers
 from nas import report as rep
 from nas.dedup import count_repeats
+from nas.devices import from_lead, is_lead
 from nas.experiment_config import (
     RUN_FIELDS,
     ConfigError,
@@ -54,18 +63,23 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     check_budget(config, bench.space)
     keys = trial_keys(config)
     entries = searcher_entries(config)
-    with wd:
-        wd.check_config(config)  # again under the lock: another run may have started meanwhile
-        wd.save_config(config)
+    lead = is_lead()
+    if jax.process_count() > 1:
+        host_side = [label for label, s in searchers.items() if isinstance(s, peers.Peer)]
+        if host_side:
+            raise ConfigError(f"{host_side} run on the host of one process; run them without --distributed")
+    with open_workdir(wd, config, lead):
         interrupted = False
         for label, searcher in searchers.items():
-            if os.path.exists(wd.history_path(label)):
-                print(f"{label}: finished earlier, skipped ({wd.history_path(label)})", flush=True)
+            if from_lead(np.bool_(lead and os.path.exists(wd.history_path(label)))):
+                if lead:
+                    print(f"{label}: finished earlier, skipped ({wd.history_path(label)})", flush=True)
                 continue
             extra = json.dumps({"entry": entries[label], **{k: cfg.get(k) for k in RUN_FIELDS}}, sort_keys=True)
 
             def log(info, label=label):
-                wd.record_metrics({"searcher": label, "time": time.time(), **info})
+                if lead:
+                    wd.record_metrics({"searcher": label, "time": time.time(), **info})
 
             run = peers.run_peer if isinstance(searcher, peers.Peer) else run_chunked  # a peer: host ask/tell
             h = run(
@@ -84,11 +98,34 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
             if h is None:
                 interrupted = True
                 continue
-            wd.save_history(label, h, entries[label])
-            os.remove(wd.ckpt_path(label))
+            if lead:
+                wd.save_history(label, h, entries[label])
+                os.remove(wd.ckpt_path(label))
         if interrupted:
             return None
-        return write_reports(config, wd, bench)
+        return write_reports(config, wd, bench) if lead else {}
+
+
+@contextlib.contextmanager
+def open_workdir(wd: Workdir, config, lead: bool):
+    """The workdir locked and its config saved, by process 0 (the only process on one host); every
+    process learns whether that worked before any of them compiles, so none waits for the others."""
+    error = None
+    if lead:
+        try:
+            wd.open()
+            wd.check_config(config)  # again under the lock: another run may have started meanwhile
+            wd.save_config(config)
+        except ConfigError as e:
+            wd.close()
+            error = e
+    if not from_lead(np.bool_(error is None)):
+        raise error or ConfigError(f"process 0 could not open --workdir {wd.path}; see its error")
+    try:
+        yield wd
+    finally:
+        if lead:
+            wd.close()
 
 
 def write_reports(config, workdir: str | Workdir, bench=None) -> dict:

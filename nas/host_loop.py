@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from nas import checkpoint
-from nas.devices import shard_keys, shard_like
+from nas.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
 from nas.runner import History, incumbent_index, init_state, last_batch_rows, run_steps
 from nas.searcher import Searcher
 
@@ -155,9 +155,8 @@ def run_chunked(
     keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
     state = shard_like(keys, init_program(searcher)(keys))
     if ckpt_path is not None:
-        loaded = checkpoint.load(ckpt_path, state, fprint)
-        state = state if loaded is None else shard_like(keys, loaded)
-    step = int(np.asarray(state.step).reshape(-1)[0])
+        state = resume(ckpt_path, keys, state, fprint)
+    step = int(first_value(state.step))
     num_chunks = len(bounds) - 1
     t0 = time.perf_counter()
     done_now = 0
@@ -181,12 +180,31 @@ def run_chunked(
                 "step": step,
                 "queries": queries,
                 "elapsed_s": time.perf_counter() - t0,
-                "metrics": {k: float(np.mean(np.asarray(v)[:, -1])) for k, v in metrics.items()},
+                "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(metrics).items()},
             }
-            info.update(incumbent_stats(np.asarray(h.score), np.asarray(h.report_score), queries, report))
+            info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report))
             on_chunk(info)
         if ckpt_path is not None:
-            checkpoint.save(ckpt_path, state, fprint)
-        if progress:
+            host_state = gather_seeds(state)  # every process takes part; process 0 writes
+            if is_lead():
+                checkpoint.save(ckpt_path, host_state, fprint)
+        if progress and is_lead():
             show_progress(label or searcher.registry_name, c + 1, num_chunks, queries, time.perf_counter() - t0)
-    return state.history.first(searcher.max_queries)
+    history = state.history.first(searcher.max_queries)
+    return history if jax.process_count() == 1 else gather_seeds(history)
+
+
+def resume(ckpt_path: str, keys: jax.Array, state, fprint: str):
+    """``state`` replaced by the checkpoint at ``ckpt_path`` where there is one, placed like ``keys``.
+
+    Process 0 reads the file (a multi-process run keeps its workdir there) and broadcasts what it
+    read, so every process resumes from the same step.
+    """
+    if jax.process_count() == 1:
+        loaded = checkpoint.load(ckpt_path, state, fprint)
+        return state if loaded is None else shard_like(keys, loaded)
+    like = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), state)
+    loaded = checkpoint.load(ckpt_path, like, fprint) if is_lead() else None
+    if not from_lead(np.bool_(loaded is not None)):
+        return state
+    return shard_like(keys, from_lead(loaded if loaded is not None else like))

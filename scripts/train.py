@@ -12,6 +12,11 @@ anything is compiled or written. Rerunning with the same ``--workdir`` skips
 finished searchers and resumes an interrupted one; a different config in the
 same workdir is refused.
 
+Across hosts, run the same command in every process with ``--distributed`` (a TPU pod, SLURM or
+Open MPI is detected; elsewhere set ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and
+``JAX_PROCESS_ID``): the seeds split over every process's devices, and process 0 writes the
+workdir and prints the table (docs/scale.md).
+
 JAX's persistent compilation cache is on by default (``--compilation_cache``,
 default ``$JAX_COMPILATION_CACHE_DIR`` or ``~/.cache/nasjax/jax``; ``--compilation_cache=`` turns it off).
 """
@@ -34,6 +39,9 @@ _COMPILATION_CACHE = flags.DEFINE_string(
     cli.DEFAULT_COMPILATION_CACHE,
     "JAX persistent compilation cache directory ('' = off).",
 )
+_DISTRIBUTED = flags.DEFINE_bool(
+    "distributed", False, "Join a multi-process run (jax.distributed.initialize; see nas/devices.py)."
+)
 flags.mark_flags_as_required(["config", "workdir"])
 
 
@@ -42,14 +50,18 @@ def main(argv):
         raise cli.ConfigError(f"unexpected arguments {argv[1:]}; flags look like --config.num_trials=100")
     if _CPU_DEVICES.value < 0:
         raise cli.ConfigError(f"--cpu_devices must be >= 0 (0 = one per core), got {_CPU_DEVICES.value}")
-    from nas.devices import enable_compilation_cache, use_cpu_cores
+    from nas.devices import enable_compilation_cache, initialize_distributed, is_lead, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
+    if _DISTRIBUTED.value:
+        initialize_distributed()
     enable_compilation_cache(_COMPILATION_CACHE.value)
     from nas.experiment import run_experiment
     from nas.report import format_table
 
     summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
+    if not is_lead():
+        return 0  # process 0 writes the workdir and prints the table
     print(format_table(summary))
     for label, s in summary["searchers"].items():
         if s.get("repeated_queries"):

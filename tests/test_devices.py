@@ -105,47 +105,55 @@ def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
             np.testing.assert_array_equal(runs[1][k], runs[8][k], err_msg=k)
 
 
-# one process of a multi-process run: 2 CPU devices each, the seed mesh spans every process's devices
-_PROCESS = """
-import sys, jax, numpy as np
-from nas.devices import gather_seeds, initialize_distributed, shard_seeds, use_cpu_cores
-proc, nproc, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-use_cpu_cores(2)
-if nproc > 1:
-    assert initialize_distributed(f"localhost:{port}", nproc, proc) == (proc, nproc)
-from nas.runner import make_search
-from nas.searcher import make_searcher
-from spaces.benchmarks.registry import make_benchmark
-bench = make_benchmark("nb201/cifar10")
-rs = make_searcher("random_search", bench.space, max_queries=12)
-keys = shard_seeds(jax.random.split(jax.random.PRNGKey(3), 8), 8)
-assert keys.sharding.mesh.size == 2 * nproc and keys.is_fully_addressable == (nproc == 1)
-h = jax.jit(jax.vmap(make_search(rs), in_axes=(0, None)))(keys, bench)
-np.savez(out, **gather_seeds({"tokens": h.tokens, "score": h.score}))
-"""
-
-
-def test_two_processes_equal_one_process(tmp_path):
-    """initialize_distributed + the seed mesh over 2 processes x 2 CPU devices: the gathered history of
-    every process equals the single-process history bit for bit."""
+def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
+    """``scripts.train --distributed`` over 2 processes x 2 CPU devices resumes a run interrupted in a
+    single process (process 0 reads the checkpoint and broadcasts it) and writes the history of an
+    uninterrupted single-process run bit for bit; only process 0 writes and prints."""
     import socket
+
+    from configs import default
+    from nas.experiment import run_experiment
+
+    small = {"num_trials": 8, "max_queries": 12, "only": "random_search", "chunk_steps": 4}
+    config = default.get_config()
+    config.update(small)
+    resumed = tmp_path / "resumed"
+    assert run_experiment(config, str(resumed), progress=False, max_chunks=1) is None  # 1 of 3 chunks done
+    assert (resumed / "ckpt" / "random_search.npz").exists()
 
     with socket.socket() as s:
         s.bind(("localhost", 0))
-        port = str(s.getsockname()[1])
+        port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    args = ["--config", "configs/default.py", *(f"--config.{k}={v}" for k, v in small.items()), "--noprogress"]
 
-    def start(proc, nproc, out):
-        cmd = [sys.executable, "-c", _PROCESS, str(proc), str(nproc), port, str(out)]
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def start(workdir, process=None):
+        cmd = [sys.executable, "-m", "scripts.train", "--workdir", str(workdir), *args]
+        extra = {}
+        if process is not None:
+            cmd += ["--distributed", "--cpu_devices=2"]
+            extra = {"JAX_COORDINATOR_ADDRESS": f"localhost:{port}", "JAX_NUM_PROCESSES": "2"}
+            extra["JAX_PROCESS_ID"] = str(process)
+        else:
+            cmd += ["--cpu_devices=1"]
+        return subprocess.Popen(
+            cmd, cwd=ROOT, env={**env, **extra}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
 
-    procs = [start(p, 2, tmp_path / f"p{p}.npz") for p in range(2)] + [start(0, 1, tmp_path / "one.npz")]
-    for p in procs:
-        out, _ = p.communicate(timeout=600)
-        assert p.returncode == 0, out[-3000:]
-    one = np.load(tmp_path / "one.npz")
-    for p in range(2):
-        got = np.load(tmp_path / f"p{p}.npz")
-        for k in one.files:
-            np.testing.assert_array_equal(one[k], got[k], err_msg=f"process {p}: {k}")
+    procs = [start(resumed, p) for p in range(2)] + [start(tmp_path / "one")]
+    outs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=300)
+            assert p.returncode == 0, out[-3000:]
+            outs.append(out)
+    finally:  # a failed process leaves its peer waiting in a collective
+        for p in procs:
+            p.kill()
+    assert "8 seeds split over 4 devices" in outs[0], outs[0][-2000:]
+    assert "outputs in" in outs[0] and "outputs in" not in outs[1]
+    one, got = (np.load(wd / "history" / "random_search.npz") for wd in (tmp_path / "one", resumed))
+    for k in one.files:
+        np.testing.assert_array_equal(one[k], got[k], err_msg=k)
+    assert not (resumed / "ckpt" / "random_search.npz").exists()

@@ -37,6 +37,7 @@ from flax import struct
 
 from nas.dedup import EMPTY, Seen, fill_unique, first_occurrence, pack_first, seen_add, seen_contains, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
+from nas.unseen_draw import draw_unseen
 
 INIT, CLIMB = 0, 1  # phases
 KIND_RANDOM, KIND_NEIGHBOR, KIND_FILLER = 0, 1, 2  # what each asked slot is
@@ -77,6 +78,7 @@ class LocalSearch(Searcher):
     """Hill climbing over ``space.neighbors`` with random restarts."""
 
     Options = LocalSearchOptions
+    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
 
     def setup(self):
         self.num_neighbors = int(self.space.neighbors(jnp.zeros((self.space.num_tokens,), jnp.int32))[0].shape[0])
@@ -142,9 +144,10 @@ class LocalSearch(Searcher):
             return jax.vmap(self.space.sample)(jax.random.split(k, 16))
 
         seen_n = seen_add(state.seen, jnp.where(jnp.arange(b) < n_nbr, nbr_ids, EMPTY))
-        rand, _ = fill_unique(
-            k_rand, self.space, propose, seen_n, b, fallback_rounds=0
-        )  # the proposal is uniform already
+        if self.space.ids_are_grid_rows:  # one integer per string, no rejection loop (nas.unseen_draw)
+            rand, _ = draw_unseen(k_rand, self.space, seen_n, b)
+        else:
+            rand, _ = fill_unique(k_rand, self.space, propose, seen_n, b, fallback_rounds=0)  # uniform already
         slots = jnp.arange(b)
         is_nbr = slots < n_nbr
         tokens = jnp.where(is_nbr[:, None], nbrs, rand[jnp.clip(slots - n_nbr, 0, b - 1)])

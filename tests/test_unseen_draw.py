@@ -42,12 +42,17 @@ def test_seen_stays_sorted_and_distinct():
 
 def test_kth_unseen_matches_brute_force():
     rng = np.random.default_rng(0)
+
+    @jax.jit
+    def unseen_ids(ids):  # one shape for every case: ids padded with EMPTY
+        seen = seen_add(seen_init(16), ids)
+        return jax.vmap(lambda r: kth_unseen(seen, r))(jnp.arange(40))
+
     for _ in range(20):
         ids = rng.choice(40, size=rng.integers(0, 12), replace=False).tolist() + ([-1] if rng.random() < 0.5 else [])
-        seen = seen_add(seen_init(16), jnp.asarray(ids or [EMPTY], jnp.int32))
         unseen = [x for x in range(40) if x not in ids]
-        got = jax.vmap(lambda r, s=seen: kth_unseen(s, r))(jnp.arange(len(unseen)))
-        assert got.tolist() == unseen
+        got = unseen_ids(jnp.asarray(ids + [EMPTY] * (13 - len(ids)), jnp.int32))
+        assert got[: len(unseen)].tolist() == unseen
 
 
 def test_draw_unseen_is_uniform_over_unseen_and_distinct():
@@ -90,7 +95,9 @@ def test_random_search_exhausts_a_small_space_without_repeats():
 def test_exact_fallback_fills_a_stuck_proposal_with_new_strings():
     stuck = jnp.zeros((8, 3), jnp.int32)
     seen = seen_add(seen_init(24), jax.vmap(SPACE.string_id)(stuck[:1]))
-    toks, fresh = fill_unique(jax.random.PRNGKey(5), SPACE, lambda _: stuck, seen, 5, max_rounds=4, exact_fallback=True)
+    toks, fresh = jax.jit(lambda k: fill_unique(k, SPACE, lambda _: stuck, seen, 5, max_rounds=4, exact_fallback=True))(
+        jax.random.PRNGKey(5)
+    )
     ids = np.asarray(jax.vmap(SPACE.string_id)(toks))
     assert not fresh.any() and len(set(ids.tolist())) == 5 and 0 not in ids.tolist()
 

@@ -81,7 +81,8 @@ class LocalSearch(Searcher):
     xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
 
     def setup(self):
-        self.num_neighbors = int(self.space.neighbors(jnp.zeros((self.space.num_tokens,), jnp.int32))[0].shape[0])
+        probe = jax.ShapeDtypeStruct((self.space.num_tokens,), jnp.int32)  # shapes only: nothing to compile
+        self.num_neighbors = int(jax.eval_shape(self.space.neighbors, probe)[0].shape[0])
 
     def init(self, key):
         n, b, k = self.space.num_tokens, self.batch_size, self.num_neighbors

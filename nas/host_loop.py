@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding
 
 from nas import checkpoint
 from nas.devices import shard_keys, shard_like
@@ -76,14 +77,23 @@ def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
     return sorted(cuts) + [total]
 
 
-def init_program(searcher: Searcher) -> Callable:
-    """``keys[S] -> RunState[S]``, compiled once per searcher."""
+def init_program(searcher: Searcher, sharding=None) -> Callable:
+    """``keys[S] -> RunState[S]``, compiled once per searcher (and placement).
+
+    ``sharding``: the seed keys' ``NamedSharding`` (``nas.devices``); the state comes out split like
+    the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
+    """
     opts = searcher.compiler_options()
     if opts is not None:  # a searcher that tunes its level: its init runs once, so it compiles at level 0
         opts = {**opts, "xla_backend_optimization_level": 0}
-    return compiled(
-        searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k)), compiler_options=opts)
-    )
+
+    def make():
+        fn = jax.vmap(lambda k: init_state(searcher, k))
+        if sharding is None:
+            return jax.jit(fn, compiler_options=opts)
+        return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
+
+    return compiled(searcher, ("init", sharding), 0, make)
 
 
 def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> Callable:
@@ -160,7 +170,8 @@ def run_chunked(
     bounds = chunk_bounds(searcher, chunk_steps)
     fprint = checkpoint.run_fingerprint(searcher, keys, fingerprint_extra)
     keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
-    state = shard_like(keys, init_program(searcher)(keys))
+    sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
+    state = shard_like(keys, init_program(searcher, sharding)(keys))
     if ckpt_path is not None:
         loaded = checkpoint.load(ckpt_path, state, fprint)
         state = state if loaded is None else shard_like(keys, loaded)

@@ -7,7 +7,8 @@ the best neighbour while it improves; stop at a local optimum. Its experiments
 (the released code, ``local_search(num_init=10, query_full_nbhd=False,
 stop_at_minimum=True)`` in naszilla) use these details, which we follow:
 
-1. Start: query ``num_init`` (10) new random strings; the best is the centre.
+1. Start: query ``num_init`` (10) new random strings (uniform over the unqueried strings; an
+   integer draw each where string ids are grid rows, ``nas.unseen_draw``); the best is the centre.
 2. Query the centre's not-yet-queried neighbours one at a time in a random
    order (the code shuffles the neighbourhood).
    - ``full_neighborhood=False`` (the code's default): move to the first

@@ -21,6 +21,8 @@ Choices (documented differences from the sources):
   10 random strings and lets children grow the population up to its size;
   ``num_init=10`` gives that (the population is a ring buffer that fills first,
   then replaces its oldest member).
+- Random strings are uniform over the strings not queried yet: one integer draw each where string
+  ids are grid rows (``nas.unseen_draw``), rejection sampling elsewhere.
 - Never re-query (the library's promise, ``nas.dedup``): a child that was already queried is not spent.
   ``fill_unique`` draws rounds of ``mutants_per_round`` mutants from fresh
   tournaments and takes the first new string, so the selection pressure is the

@@ -2,8 +2,8 @@
 
 ``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells,
 strings that differ only in inactive tokens) to one int32 id. ``Seen`` stores
-the ids queried so far in a fixed-size array (capacity = the query budget), so
-membership is a vectorized compare that compiles once. ``fill_unique`` draws
+the ids queried so far, sorted, in a fixed-size array (capacity = the query
+budget), so membership is a vectorized compare that compiles once. ``fill_unique`` draws
 candidates from any proposal until it has ``n`` valid strings that are new (not
 seen, and distinct from each other), with uniform samples as a fallback.
 """
@@ -20,17 +20,22 @@ from flax import struct
 from spaces.base import Space
 
 FALLBACK_ROUNDS, FALLBACK_POOL = 32, 64  # uniform rounds when a proposal runs dry (see fill_unique)
-EMPTY = -2  # never a string id (invalid strings are -1); a plain int: importing must not start a JAX backend
+EMPTY = -2  # never a string id (invalid strings are -1); seen_add skips it. A plain int: importing starts no backend
+PAD = int(np.iinfo(np.int32).max)  # the unused tail of Seen.ids (sorts after every id)
 
 
 @struct.dataclass
 class Seen:
+    """The queried ids, kept sorted: ``ids[:count]`` ascending and distinct (``-1``, an invalid string, first
+    when present), ``PAD`` after them. Sorted ids let ``nas.unseen_draw`` map a uniform integer to the
+    ``r``-th unqueried id with one compare."""
+
     ids: jax.Array  # int32[C]
     count: jax.Array  # int32[]
 
 
 def seen_init(capacity: int) -> Seen:
-    return Seen(ids=jnp.full((capacity,), EMPTY, jnp.int32), count=jnp.int32(0))
+    return Seen(ids=jnp.full((capacity,), PAD, jnp.int32), count=jnp.int32(0))
 
 
 def seen_contains(seen: Seen, ids: jax.Array) -> jax.Array:
@@ -38,12 +43,27 @@ def seen_contains(seen: Seen, ids: jax.Array) -> jax.Array:
     return jnp.any(ids[..., None] == seen.ids, axis=-1)
 
 
+def seen_insert(seen: Seen, new_id: jax.Array) -> Seen:
+    """``seen`` with one id inserted in order (elementwise: a shift, no gather or scatter); ``EMPTY``, an id
+    already present, or an id past the capacity is skipped."""
+    new_id = new_id.astype(jnp.int32)
+    less = seen.ids < new_id
+    keep = (new_id != EMPTY) & ~jnp.any(seen.ids == new_id) & (seen.count < seen.ids.shape[0])
+    at_or_after = jnp.concatenate([jnp.ones((1,), bool), less[:-1]])  # slot j follows every smaller id
+    shifted = jnp.concatenate([new_id[None], seen.ids[:-1]])
+    ids = jnp.where(less, seen.ids, jnp.where(at_or_after, new_id, shifted))
+    return Seen(ids=jnp.where(keep, ids, seen.ids), count=seen.count + keep.astype(jnp.int32))
+
+
 def seen_add(seen: Seen, ids: jax.Array) -> Seen:
-    """Appends ``ids`` (int32[B]); ids past the capacity are dropped."""
-    cap = seen.ids.shape[0]
-    pos = seen.count + jnp.arange(ids.shape[0])
-    new = seen.ids.at[jnp.where(pos < cap, pos, cap)].set(ids.astype(jnp.int32), mode="drop")
-    return Seen(ids=new, count=jnp.minimum(seen.count + ids.shape[0], cap))
+    """Inserts each id of int32[B] (``seen_insert``): ``EMPTY`` and repeats are skipped, ids past the capacity
+    dropped."""
+    if ids.shape[0] > 4:  # a loop keeps the program small for large batches
+        seen, _ = jax.lax.scan(lambda c, x: (seen_insert(c, x), None), seen, ids)
+        return seen
+    for i in range(ids.shape[0]):
+        seen = seen_insert(seen, ids[i])
+    return seen
 
 
 def rank_among(mask: jax.Array) -> jax.Array:
@@ -81,6 +101,7 @@ def fill_unique(
     n: int,
     max_rounds: int = 64,
     fallback_rounds: int = FALLBACK_ROUNDS,
+    exact_fallback: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """``n`` new valid strings from ``propose(key) -> int32[M, N]``.
 
@@ -93,13 +114,16 @@ def fill_unique(
     fresh). Only when those fail too (a space nearly exhausted) do the last
     slots hold uniform samples that may repeat a query; reports count repeats.
     A proposal that is itself uniform passes ``fallback_rounds=0``.
+    ``exact_fallback`` (spaces whose ids are grid rows, ``nas.unseen_draw``):
+    the slots the proposal leaves empty get exact uniform draws over the new
+    strings instead (the same distribution, no fallback loop to compile).
     """
 
     def tagged(k):
         cand = propose(k)
         return cand, jnp.zeros((cand.shape[0],), jnp.int32)
 
-    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds, fallback_rounds)
+    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds, fallback_rounds, exact_fallback)
     return tokens, fresh
 
 
@@ -111,6 +135,7 @@ def fill_unique_aux(
     n: int,
     max_rounds: int = 64,
     fallback_rounds: int = FALLBACK_ROUNDS,
+    exact_fallback: bool = False,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``fill_unique`` for proposals that carry one int32 tag per candidate.
 
@@ -127,6 +152,12 @@ def fill_unique_aux(
     )
     key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds)
     fresh = jnp.arange(n) < filled
+    if exact_fallback and space.ids_are_grid_rows:
+        from nas.unseen_draw import draw_unseen
+
+        extra, _ = draw_unseen(jax.random.fold_in(key, 1), space, seen_add(seen, out_ids), n)
+        rest = extra[jnp.clip(jnp.arange(n) - filled, 0, n - 1)]
+        return jnp.where(fresh[:, None], out, rest), fresh, jnp.where(fresh, tags, 0)
     if fallback_rounds > 0:
 
         def uniform(k):
@@ -168,5 +199,20 @@ def _accept(key, space, propose, seen, state, n, max_rounds):
 
 def count_repeats(space: Space, tokens) -> int:
     """How many queries of a run repeat an earlier query of the same trial (``tokens[T, Q, N]``)."""
-    ids = np.asarray(jax.jit(jax.vmap(jax.vmap(space.string_id)))(jnp.asarray(tokens)))
+    tokens = np.asarray(tokens)
+    if space.ids_are_grid_rows:  # ids are mixed-radix rows: numpy, no program to compile
+        radix = np.cumprod([1] + list(space.cardinalities[::-1]))[:-1][::-1]
+        ids = (tokens.astype(np.int64) * radix).sum(-1)
+    else:
+        ids = np.asarray(_string_ids(space)(jnp.asarray(tokens)))
     return int(sum(len(row) - len(set(row.tolist())) for row in ids))
+
+
+_ID_PROGRAMS: dict = {}
+
+
+def _string_ids(space: Space):
+    """``jit(vmap(vmap(space.string_id)))``, one per space (compiled once per shape)."""
+    if space not in _ID_PROGRAMS:
+        _ID_PROGRAMS[space] = jax.jit(jax.vmap(jax.vmap(space.string_id)))
+    return _ID_PROGRAMS[space]

@@ -28,10 +28,11 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding
 
 from nas import checkpoint
 from nas.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
-from nas.runner import History, incumbent_index, init_state, last_batch_rows, run_steps
+from nas.runner import History, init_state, last_batch_rows, run_steps
 from nas.searcher import Searcher
 
 _CACHE_SIZE = 64
@@ -76,9 +77,23 @@ def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
     return sorted(cuts) + [total]
 
 
-def init_program(searcher: Searcher) -> Callable:
-    """``keys[S] -> RunState[S]``, compiled once per searcher."""
-    return compiled(searcher, "init", 0, lambda: jax.jit(jax.vmap(lambda k: init_state(searcher, k))))
+def init_program(searcher: Searcher, sharding=None) -> Callable:
+    """``keys[S] -> RunState[S]``, compiled once per searcher (and placement).
+
+    ``sharding``: the seed keys' ``NamedSharding`` (``nas.devices``); the state comes out split like
+    the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
+    """
+    opts = searcher.compiler_options()
+    if opts is not None:  # a searcher that tunes its level: its init runs once, so it compiles at level 0
+        opts = {**opts, "xla_backend_optimization_level": 0}
+
+    def make():
+        fn = jax.vmap(lambda k: init_state(searcher, k))
+        if sharding is None:
+            return jax.jit(fn, compiler_options=opts)
+        return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
+
+    return compiled(searcher, ("init", sharding), 0, make)
 
 
 def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> Callable:
@@ -89,7 +104,7 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
         def one(key, state, objective):
             return run_steps(searcher, objective, key, state, length, rows)
 
-        return jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
+        return jax.jit(jax.vmap(one, in_axes=(0, 0, None)), compiler_options=searcher.compiler_options())
 
     return compiled(searcher, f"chunk{rows or ''}", length, make)
 
@@ -99,12 +114,14 @@ def incumbent_stats(
 ) -> dict[str, float]:
     """Mean over seeds of the best score among the first ``queries`` and its query's report score.
 
-    ``score``/``report_score`` are the whole ``[S, T]`` history buffers (one shape per run, so the
-    incumbent computation, ``nas.runner.incumbent_index``, compiles once); ties keep the earlier
-    query. With ``report`` also the mean reported metric of the incumbents.
+    ``score``/``report_score`` are the whole ``[S, T]`` history buffers (host arrays). The incumbent is
+    ``nas.runner.incumbent_index``'s, computed in numpy (no program to compile between chunks): the
+    first query with the best non-NaN score (ties keep the earlier query; query 0 while none is above
+    ``-inf``). With ``report`` also the mean reported metric of the incumbents.
     """
+    score = np.asarray(score)
     upto = np.where(np.arange(score.shape[1]) < queries, score, -np.inf)
-    idx = np.maximum(np.asarray(incumbent_index(upto))[:, -1], 0)
+    idx = np.argmax(np.where(np.isnan(upto), -np.inf, upto), axis=1)  # argmax keeps the first of ties
     rows = np.arange(score.shape[0])
     inc = report_score[rows, idx]
     out = {"best_valid_mean": float(np.mean(score[rows, idx])), "incumbent_test_mean": float(np.mean(inc))}
@@ -153,7 +170,8 @@ def run_chunked(
     bounds = chunk_bounds(searcher, chunk_steps)
     fprint = checkpoint.run_fingerprint(searcher, keys, fingerprint_extra)
     keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
-    state = shard_like(keys, init_program(searcher)(keys))
+    sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
+    state = shard_like(keys, init_program(searcher, sharding)(keys))
     if ckpt_path is not None:
         state = resume(ckpt_path, keys, state, fprint)
     step = int(first_value(state.step))

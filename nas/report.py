@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from nas.runner import incumbent_curve
 from spaces.files import write_bytes_atomic, write_text_atomic
 
 
@@ -45,8 +44,17 @@ def write_json(path: str, obj) -> None:
 
 
 def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
-    """f64[T, Q]: the report score of the best-score query among the first q + 1 (``nas.runner.incumbent_curve``)."""
-    return np.asarray(incumbent_curve(np.asarray(score), np.asarray(report_score))[1], np.float64)
+    """f64[T, Q]: the report score of the best-score query among the first q + 1 (``nas.runner.incumbent_curve``,
+    in numpy: reports compile no programs). Ties keep the earlier query, a NaN never becomes the incumbent,
+    ``-inf`` while no score is above ``-inf``."""
+    score = np.asarray(score)
+    clean = np.where(np.isnan(score), -np.inf, score)
+    prev_best = np.maximum.accumulate(clean, axis=-1)
+    prev_best = np.concatenate([np.full(score.shape[:-1] + (1,), -np.inf, score.dtype), prev_best[..., :-1]], -1)
+    t = np.arange(score.shape[-1])
+    idx = np.maximum.accumulate(np.where(clean > prev_best, t, -1), axis=-1)
+    rep = np.take_along_axis(np.asarray(report_score), np.maximum(idx, 0), axis=-1)
+    return np.where(idx >= 0, rep, -np.inf).astype(np.float64)
 
 
 def query_points(max_queries: int, every: int) -> list[int]:

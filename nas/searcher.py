@@ -29,6 +29,11 @@ the option fields (``make_searcher(name, space, **options)``).
   Default: ``self``.
 - ``splits_over_devices``: whether the seeds of a run may be split over
   devices (``nas.devices``). Default: True.
+- ``xla_optimization_level``: XLA's backend optimization level for the
+  searcher's compiled programs (``nas.host_loop``), or None for XLA's default
+  (2). Gather- and compare-bound searchers set 1: LLVM's work, most of their
+  compile time, halves while their run time barely moves (docs/scale.md). An
+  ``--xla_backend_optimization_level`` in ``XLA_FLAGS`` wins. Default: None.
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")``, and import
@@ -119,6 +124,7 @@ class Searcher:
     registry_name: ClassVar[str] = "searcher"
     Options: ClassVar[type[SearcherOptions]] = SearcherOptions
     splits_over_devices: ClassVar[bool] = True
+    xla_optimization_level: ClassVar[int | None] = None
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):
         options = options if options is not None else self.Options()
@@ -176,6 +182,15 @@ class Searcher:
         other.__dict__.update(self.__dict__)
         other.variant = variant
         return other
+
+    def compiler_options(self) -> dict | None:
+        """Options for ``jax.jit(..., compiler_options=...)`` of this searcher's programs (see the hooks)."""
+        import os
+
+        level = self.xla_optimization_level
+        if level is None or "xla_backend_optimization_level" in os.environ.get("XLA_FLAGS", ""):
+            return None
+        return {"xla_backend_optimization_level": int(level)}
 
     # -- identity ----------------------------------------------------------------------
     @property

@@ -7,14 +7,17 @@ search and regularized evolution on dense product-space tables).
     python -m scripts.bench_runner                      # 500 seeds x 150 queries, NB201 cifar10
     python -m scripts.bench_runner --num_trials=100 --loop_seeds=10
 
-Prints, per searcher: compile time (the persistent compilation cache is
-disabled so this is a real compile), run time after compilation (best and
-median of ``--repeats``), XLA's memory estimate of the program (arguments +
+Prints, per searcher: the XLA options its programs compile with
+(``Searcher.compiler_options``, as ``nas.host_loop`` uses them), compile time
+(the persistent compilation cache is disabled so this is a real compile), run
+time after compilation (best and median of ``--repeats``; with the process CPU
+time, since the machine may be shared), XLA's memory estimate of the program (arguments +
 outputs + temporaries), the process's peak resident memory so far
 (``resource.getrusage`` maxrss), the Python-loop time: ``--loop_seeds``
 seeds timed, extrapolated linearly to all seeds (said so in the output), and
-the numpy reference: its time, queries per second of both, the ratio, and the
-mean final best score of both (they should agree within noise).
+the numpy reference (best of ``--repeats``, wall and CPU time): queries per
+second of both, the ratio, and the mean final best score of both (they should
+agree within noise).
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ def main(argv):
     for name in _SEARCHERS.value:
         searcher = make_searcher(name, bench.space, max_queries=q)
         run = make_search(searcher)
-        many = jax.jit(jax.vmap(run, in_axes=(0, None)))
+        opts = searcher.compiler_options()  # the searcher's XLA optimization level, as nas.host_loop compiles it
+        many = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=opts)
         t0 = time.perf_counter()
         compiled = many.lower(keys, bench).compile()
         compile_s = time.perf_counter() - t0
@@ -73,11 +77,12 @@ def main(argv):
             if mem is not None
             else float("nan")
         )
-        times = []
+        times, cpu = [], []
         for _ in range(_REPEATS.value):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             block(compiled(keys, bench))
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         rss = peak_rss_mib()
         # the same work as a Python loop over seeds: one jit'ed single-seed run per call
         one = jax.jit(run)
@@ -88,20 +93,22 @@ def main(argv):
             block(one(keys[i], bench))
         loop_s = (time.perf_counter() - t0) * s_count / n_loop
         hist = compiled(keys, bench)
-        reference = numpy_reference(name, bench, s_count, q)
+        reference = numpy_reference(name, bench, s_count, q, _REPEATS.value)
         if reference is not None:
-            np_s, np_best = reference
+            np_s, np_cpu, np_best = reference
             jax_best = float(np.mean(np.max(np.asarray(hist.score), axis=1)))
             qps_jax, qps_np = s_count * q / min(times), s_count * q / np_s
             print(
-                f"{name}: numpy reference {np_s:.2f} s; queries/s jax {qps_jax:,.0f} vs numpy {qps_np:,.0f} "
+                f"{name}: numpy reference {np_s:.3f} s (CPU {np_cpu:.3f} s), compiled {min(times):.3f} s "
+                f"(CPU {min(cpu):.3f} s); queries/s jax {qps_jax:,.0f} vs numpy {qps_np:,.0f} "
                 f"(ratio {qps_jax / qps_np:.2f}); mean final best score jax {jax_best:.4f}, numpy {np_best:.4f}",
                 flush=True,
             )
             numpy_rows.append((name, qps_jax, qps_np, jax_best, np_best))
         rows.append((name, compile_s, min(times), statistics.median(times), xla_mib, rss, loop_s, n_loop))
         print(
-            f"{name}: compile {compile_s:.1f} s, run {min(times):.2f} s (median {statistics.median(times):.2f}), "
+            f"{name}: XLA options {opts or 'default'}, compile {compile_s:.1f} s, run {min(times):.3f} s "
+            f"(CPU {min(cpu):.3f} s, median {statistics.median(times):.3f}), "
             f"XLA memory {xla_mib:.0f} MiB, peak RSS {rss:.0f} MiB, python loop {loop_s:.1f} s "
             f"({n_loop} seeds timed, x{s_count / n_loop:g})",
             flush=True,
@@ -123,8 +130,9 @@ def main(argv):
             print(f"| {name} | {qj:,.0f} | {qn:,.0f} | {qj / qn:.2f} | {bj:.4f} / {bn:.4f} |")
 
 
-def numpy_reference(name, bench, num_seeds, num_queries):
-    """(seconds, mean final best score) of the plain-numpy implementation, or None where there is none."""
+def numpy_reference(name, bench, num_seeds, num_queries, repeats=1):
+    """(seconds, CPU seconds, mean final best score) of the plain-numpy implementation (best of ``repeats``,
+    as for the compiled runner), or None where there is none."""
     from scripts import numpy_baselines
 
     space = bench.space
@@ -132,12 +140,16 @@ def numpy_reference(name, bench, num_seeds, num_queries):
     if name not in ("random_search", "regularized_evolution") or not dense or bench.size != space.size:
         return None
     scores = np.asarray(bench.mean_valid(), np.float64)
-    t0 = time.perf_counter()
-    if name == "random_search":
-        best = numpy_baselines.random_search(scores, num_seeds, num_queries)
-    else:
-        best = numpy_baselines.regularized_evolution(scores, space.cardinalities, num_seeds, num_queries)
-    return time.perf_counter() - t0, float(best[:, -1].mean())
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        if name == "random_search":
+            best = numpy_baselines.random_search(scores, num_seeds, num_queries)
+        else:
+            best = numpy_baselines.regularized_evolution(scores, space.cardinalities, num_seeds, num_queries)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return min(wall), min(cpu), float(best[:, -1].mean())
 
 
 if __name__ == "__main__":

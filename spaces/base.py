@@ -102,6 +102,20 @@ class Space:
     def string_id(self, tokens: jax.Array) -> jax.Array:
         return jnp.where(self.is_valid(tokens), self.mixed_radix(self.canonical(tokens)), -1)
 
+    @property
+    def ids_are_grid_rows(self) -> bool:
+        """Every string is valid and its ``string_id`` is its grid row (``mixed_radix``), one id per string.
+
+        True for a plain product of categoricals (none of the methods that define ids is overridden);
+        searchers then draw unseen strings as integers (``nas.unseen_draw``). A subclass that overrides
+        them keeps False unless it sets this property itself.
+        """
+        cls = type(self)
+        return all(
+            getattr(cls, m) is getattr(Space, m)
+            for m in ("is_valid", "active", "canonical", "mixed_radix", "string_id")
+        )
+
     # -- sampling ------------------------------------------------------------
     def sample_unconstrained(self, key: jax.Array) -> jax.Array:
         """Each token uniform over its values (no validity rejection)."""
@@ -245,6 +259,12 @@ class CategoricalSpace(Space):
         if np.any(table[table] != table):
             raise ValueError(f"{self.name}: canonical() must be idempotent (canonical of a canonical spec is itself)")
         return table
+
+    @property
+    def ids_are_grid_rows(self) -> bool:
+        cls = type(self)
+        plain = all(getattr(cls, m) is getattr(Space, m) for m in ("is_valid", "active", "mixed_radix", "string_id"))
+        return plain and cls.canonical is CategoricalSpace.canonical and self._canonical_ids is None
 
     def canonical(self, tokens: jax.Array) -> jax.Array:
         if self._canonical_ids is None:

@@ -7,7 +7,8 @@ the best neighbour while it improves; stop at a local optimum. Its experiments
 (the released code, ``local_search(num_init=10, query_full_nbhd=False,
 stop_at_minimum=True)`` in naszilla) use these details, which we follow:
 
-1. Start: query ``num_init`` (10) new random strings; the best is the centre.
+1. Start: query ``num_init`` (10) new random strings (uniform over the unqueried strings; an
+   integer draw each where string ids are grid rows, ``nas.unseen_draw``); the best is the centre.
 2. Query the centre's not-yet-queried neighbours one at a time in a random
    order (the code shuffles the neighbourhood).
    - ``full_neighborhood=False`` (the code's default): move to the first
@@ -37,6 +38,7 @@ from flax import struct
 
 from nas.dedup import EMPTY, Seen, fill_unique, first_occurrence, pack_first, seen_add, seen_contains, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
+from nas.unseen_draw import draw_unseen
 
 INIT, CLIMB = 0, 1  # phases
 KIND_RANDOM, KIND_NEIGHBOR, KIND_FILLER = 0, 1, 2  # what each asked slot is
@@ -77,9 +79,11 @@ class LocalSearch(Searcher):
     """Hill climbing over ``space.neighbors`` with random restarts."""
 
     Options = LocalSearchOptions
+    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
 
     def setup(self):
-        self.num_neighbors = int(self.space.neighbors(jnp.zeros((self.space.num_tokens,), jnp.int32))[0].shape[0])
+        probe = jax.ShapeDtypeStruct((self.space.num_tokens,), jnp.int32)  # shapes only: nothing to compile
+        self.num_neighbors = int(jax.eval_shape(self.space.neighbors, probe)[0].shape[0])
 
     def init(self, key):
         n, b, k = self.space.num_tokens, self.batch_size, self.num_neighbors
@@ -142,9 +146,10 @@ class LocalSearch(Searcher):
             return jax.vmap(self.space.sample)(jax.random.split(k, 16))
 
         seen_n = seen_add(state.seen, jnp.where(jnp.arange(b) < n_nbr, nbr_ids, EMPTY))
-        rand, _ = fill_unique(
-            k_rand, self.space, propose, seen_n, b, fallback_rounds=0
-        )  # the proposal is uniform already
+        if self.space.ids_are_grid_rows:  # one integer per string, no rejection loop (nas.unseen_draw)
+            rand, _ = draw_unseen(k_rand, self.space, seen_n, b)
+        else:
+            rand, _ = fill_unique(k_rand, self.space, propose, seen_n, b, fallback_rounds=0)  # uniform already
         slots = jnp.arange(b)
         is_nbr = slots < n_nbr
         tokens = jnp.where(is_nbr[:, None], nbrs, rand[jnp.clip(slots - n_nbr, 0, b - 1)])

@@ -1,22 +1,34 @@
 """Random search without repeated queries (Li & Talwalkar, 2019, "Random Search and
-Reproducibility for Neural Architecture Search", the baseline of every NAS comparison)."""
+Reproducibility for Neural Architecture Search", the baseline of every NAS comparison).
+
+Each query is uniform over the strings not queried yet. On spaces whose string
+ids are grid rows (``Space.ids_are_grid_rows``: NAS-Bench-201, HPO grids) the
+whole run's ids are drawn at ``init`` as a uniformly ordered sample without
+replacement (``nas.unseen_draw.draw_distinct_ids``, what numpy's
+``Generator.choice(replace=False)`` returns) and ``ask`` reads the next ones;
+elsewhere (NAS-Bench-101's isomorphic cells, constrained or conditional spaces)
+rounds of ``pool`` uniform samples are filtered against the queried set
+(``nas.dedup.fill_unique``). Both draw from the same distribution.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 from flax import struct
 
 from nas.dedup import Seen, fill_unique, seen_add, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
+from nas.unseen_draw import decode, draw_distinct_ids
 
 
 @dataclasses.dataclass(frozen=True)
 class RandomSearchOptions(SearcherOptions):
     """Attributes:
-    pool: candidates drawn per round of ``fill_unique``; a larger pool needs
-      fewer rounds late in a long run on a small space.
+    pool: candidates drawn per round of ``fill_unique`` (spaces whose ids are not grid
+      rows; unused elsewhere); a larger pool needs fewer rounds late in a long run on a small space.
     """
 
     pool: int = 16
@@ -28,7 +40,9 @@ class RandomSearchOptions(SearcherOptions):
 
 @struct.dataclass
 class RandomSearchState:
-    seen: Seen
+    seen: Seen | None  # the queried ids (spaces whose ids are not grid rows)
+    order: jax.Array | None  # int32[steps * B]: the run's ids (grid-row spaces)
+    asked: jax.Array  # int32[]: strings told so far
 
 
 @register("random_search")
@@ -36,21 +50,34 @@ class RandomSearch(Searcher):
     """Uniform samples over valid strings, skipping strings already queried."""
 
     Options = RandomSearchOptions
+    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
+
+    def setup(self):
+        self.grid_rows = self.space.ids_are_grid_rows
 
     def init(self, key):
-        del key
-        return RandomSearchState(seen=seen_init(self.max_queries))
+        total = self.num_steps * self.batch_size
+        if self.grid_rows:
+            return RandomSearchState(
+                seen=None, order=draw_distinct_ids(key, self.space.size, total), asked=jnp.int32(0)
+            )
+        return RandomSearchState(seen=seen_init(total), order=None, asked=jnp.int32(0))
 
     def ask(self, key, state):
+        b = self.batch_size
+        if self.grid_rows:
+            ids = jax.lax.dynamic_slice(state.order, (jnp.minimum(state.asked, state.order.shape[0] - b),), (b,))
+            return jax.vmap(lambda i: decode(self.space, i))(ids), state
+
         def propose(k):
             return jax.vmap(self.space.sample)(jax.random.split(k, self.options.pool))
 
-        tokens, _ = fill_unique(
-            key, self.space, propose, state.seen, self.batch_size, fallback_rounds=0
-        )  # the proposal is uniform already
+        tokens, _ = fill_unique(key, self.space, propose, state.seen, b, fallback_rounds=0)  # uniform already
         return tokens, state
 
     def tell(self, key, tokens, scores, state):
         del key, scores
-        ids = jax.vmap(self.space.string_id)(tokens)
-        return state.replace(seen=seen_add(state.seen, ids)), {}
+        state = state.replace(asked=state.asked + tokens.shape[0])
+        if self.grid_rows:
+            return state, {}
+        return state.replace(seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens))), {}

@@ -21,6 +21,8 @@ Choices (documented differences from the sources):
   10 random strings and lets children grow the population up to its size;
   ``num_init=10`` gives that (the population is a ring buffer that fills first,
   then replaces its oldest member).
+- Random strings are uniform over the strings not queried yet: one integer draw each where string
+  ids are grid rows (``nas.unseen_draw``), rejection sampling elsewhere.
 - Never re-query (the library's promise, ``nas.dedup``): a child that was already queried is not spent.
   ``fill_unique`` draws rounds of ``mutants_per_round`` mutants from fresh
   tournaments and takes the first new string, so the selection pressure is the
@@ -39,6 +41,7 @@ from flax import struct
 
 from nas.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
+from nas.unseen_draw import draw_unseen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +87,7 @@ class RegularizedEvolution(Searcher):
     """Aging evolution with tournament selection (Real et al. 2019, Alg. 1)."""
 
     Options = RegularizedEvolutionOptions
+    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
 
     @property
     def num_init(self) -> int:
@@ -124,13 +128,16 @@ class RegularizedEvolution(Searcher):
             kids = jax.vmap(lambda kr: jax.vmap(self.space.mutate)(kr, parents))(keys)  # [M, B, N]
             return kids.reshape(m * b, -1)
 
-        rand, _ = fill_unique(
-            k_rand, self.space, propose_random, state.seen, b, fallback_rounds=0
-        )  # the proposal is uniform already
+        if self.space.ids_are_grid_rows:  # one integer per string, no rejection loop (nas.unseen_draw)
+            rand, _ = draw_unseen(k_rand, self.space, state.seen, b)
+        else:
+            rand, _ = fill_unique(k_rand, self.space, propose_random, state.seen, b, fallback_rounds=0)  # uniform
         is_init = state.num_told + jnp.arange(b) < self.num_init
         # children must also differ from the random strings a mixed batch queries
         rand_ids = jnp.where(is_init, jax.vmap(self.space.string_id)(rand), EMPTY)
-        kids, _ = fill_unique(k_child, self.space, propose_children, seen_add(state.seen, rand_ids), b)
+        kids, _ = fill_unique(
+            k_child, self.space, propose_children, seen_add(state.seen, rand_ids), b, exact_fallback=True
+        )
         # a batch straddling the end of the random phase keeps its random slots first
         n_rand = jnp.sum(is_init)
         kid_idx = jnp.clip(jnp.arange(b) - n_rand, 0, b - 1)

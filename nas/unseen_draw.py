@@ -1,0 +1,112 @@
+"""Exact uniform draws over the strings not yet queried, for spaces whose string ids are grid rows.
+
+Where every token string is valid and ``space.string_id`` is its row in the
+product grid (``Space.ids_are_grid_rows``: NAS-Bench-201, HPOLib, any plain
+product of categoricals), the strings are the integers ``0 .. size-1``, and a
+uniform draw over the ``size - c`` strings outside the ``c`` queried ids is one
+uniform integer ``r`` in ``[0, size - c)`` mapped to the ``r``-th unqueried id
+(0-based). ``nas.dedup.Seen`` keeps the queried ids sorted, ``s_0 < s_1 < ...``;
+the number of unqueried ids below ``s_j`` is ``s_j - j``, so
+
+    x = r + #{j : s_j - j <= r}
+
+is that id: one compare over the queried set, no rejection loop and no
+candidate strings. This is sampling without replacement as in random search
+"without repeated queries" (Li & Talwalkar, 2019); the draw is uniform over the
+unseen strings, the distribution ``nas.dedup.fill_unique`` reaches by
+rejection from uniform proposals.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas.dedup import PAD, Seen, seen_insert
+from spaces.base import Space
+
+
+def kth_unseen(seen: Seen, r: jax.Array) -> jax.Array:
+    """The ``r``-th (0-based) non-negative id outside ``seen``."""
+    invalid = (seen.ids[0] < 0).astype(jnp.int32)  # an invalid string's -1 sorts first
+    rank = jnp.arange(seen.ids.shape[0], dtype=jnp.int32) - invalid
+    member = (seen.ids >= 0) & (seen.ids != PAD)
+    return r + jnp.sum(member & (seen.ids - rank <= r)).astype(jnp.int32)
+
+
+def decode(space: Space, grid_id: jax.Array) -> jax.Array:
+    """int32[N]: the string whose grid row (``space.mixed_radix``) is ``grid_id``."""
+    radix = np.cumprod([1] + list(space.cardinalities[::-1]))[:-1][::-1]
+    card = jnp.asarray(space.cardinalities, jnp.int32)
+    return ((grid_id // jnp.asarray(radix, jnp.int32)) % card).astype(jnp.int32)
+
+
+def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.Array, jax.Array]:
+    """``(tokens[n, N], ids[n])``: ``n`` new strings, each uniform over the strings outside ``seen`` and the
+    ones drawn before it. Once the space is exhausted a draw is uniform over all strings (a repeat, which
+    reports count, as ``nas.dedup.fill_unique``'s last resort)."""
+    if not space.ids_are_grid_rows:
+        raise ValueError(f"{space.name}: string ids are not grid rows (constraints or equivalent strings)")
+    if n > 1:
+        seen = Seen(ids=jnp.concatenate([seen.ids, jnp.full((n - 1,), PAD, jnp.int32)]), count=seen.count)
+    out = []
+    for i, k in enumerate(jax.random.split(key, n) if n > 1 else [key]):
+        unseen = space.size - seen.count + (seen.ids[0] < 0).astype(jnp.int32)
+        r = jax.random.randint(k, (), 0, jnp.maximum(unseen, 1))
+        x = jnp.where(unseen > 0, kth_unseen(seen, r), r)
+        out.append(x)
+        if i < n - 1:
+            seen = seen_insert(seen, x)
+    ids = jnp.stack(out)
+    return jax.vmap(lambda i: decode(space, i))(ids), ids
+
+
+def draw_distinct_ids(key: jax.Array, size: int, n: int, max_rounds: int = 64) -> jax.Array:
+    """int32[n]: ``n`` distinct ids of ``[0, size)`` in a uniformly random order (each uniform over the ids
+    not drawn before it), drawn at once: the sequential rejection sampler "draw uniformly, skip an id drawn
+    before", run on rounds of iid draws (``first_occurrence`` keeps each id's first draw, in order). Rounds
+    repeat only while ids are missing (a small ``size``); after ``max_rounds`` the missing slots hold uniform
+    draws that may repeat (only when ``n`` comes close to ``size``; with ``n > size`` some must repeat)."""
+    from nas.dedup import EMPTY, pack_slots
+
+    m = min(n, 512) + max(16, min(n, 512) // 8)  # draws per round: a few more than the ids needed
+
+    def cond(c):
+        return (c[2] < n) & (c[3] < max_rounds)
+
+    def body(c):
+        k, out, filled, rounds, _ = c
+        k, sub = jax.random.split(k)
+        cand = jax.random.randint(sub, (m,), 0, size, dtype=jnp.int32)
+        ok = first_draws(cand, size) & ~jnp.any(cand[:, None] == out[None, :], axis=1)
+        out = out.at[pack_slots(ok, n, filled)].set(cand, mode="drop")
+        return k, out, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1, cand
+
+    # the first round outside the loop: nothing is drawn yet, so no compare with earlier rounds
+    key, sub = jax.random.split(key)
+    cand = jax.random.randint(sub, (m,), 0, size, dtype=jnp.int32)
+    ok = first_draws(cand, size)
+    out = jnp.full((n,), EMPTY, jnp.int32).at[pack_slots(ok, n)].set(cand, mode="drop")
+    init = (key, out, jnp.minimum(jnp.sum(ok), n), jnp.int32(1), cand)
+    _, out, filled, _, cand = jax.lax.while_loop(cond, body, init)
+    rest = jnp.resize(cand, (n,))  # the last round's iid draws: uniform, may repeat
+    return jnp.where(jnp.arange(n) < filled, out, rest)
+
+
+def first_draws(cand: jax.Array, size: int) -> jax.Array:
+    """bool[m]: ``cand[i]`` (ids in ``[0, size)``) does not occur at any ``j < i`` (``nas.dedup.first_occurrence``).
+
+    Sorting ``cand * 2^b + i`` (one int32 key) puts equal ids next to each other, the earliest first; that
+    costs O(m log m) where the pairwise compare costs O(m^2). Ids too large for the packed key use the compare.
+    """
+    from nas.dedup import first_occurrence
+
+    m = cand.shape[0]
+    bits = max(1, (m - 1).bit_length())
+    if size << bits >= 2**31:
+        return first_occurrence(cand)
+    key = jnp.sort(cand * (1 << bits) + jnp.arange(m, dtype=jnp.int32))
+    value = key >> bits
+    first = jnp.concatenate([jnp.ones((1,), bool), value[1:] != value[:-1]])
+    return jnp.zeros((m,), bool).at[key & ((1 << bits) - 1)].set(first, unique_indices=True)

@@ -4,22 +4,22 @@ for 8x8 single-channel images (scikit-learn digits, 10 classes; the trainer adds
 - ``nasbench_space``: a NAS-Bench-101-like cell DAG (Ying et al. 2019): 3 interior vertices with
   ops from {conv3x3-BN-ReLU, conv1x1-BN-ReLU, maxpool3x3}, the chain edges 0->1->2->3->4 always
   present (every string is a connected cell) and the 6 other forward edges chosen by bits; the
-  cell (``cells.nb101_cell``, one topology shared by every cell) is stacked as stem conv (16),
-  cell, 2x2 max pool, cell with 32 channels, global average pool. 64 x 27 = 1,728 cells.
+  cell (``cells.nb101_cell``, one topology shared by every cell) is stacked as stem conv (8),
+  cell, 2x2 max pool, cell with 16 channels, global average pool. 64 x 27 = 1,728 cells.
 - ``nasnet_space``: NASNet-like normal and reduction cells (Zoph et al. 2018, Section 3): a cell
   has 2 blocks; each block picks 2 inputs (the previous two cells' outputs or an earlier block
   of the cell) and an op for each from {identity, sep3x3, sep5x5, avg3x3, max3x3, conv1x1},
   sums them; the cell concatenates its blocks and projects to its channel count (1x1). In the
   reduction cell, ops reading a cell input have stride 2 (a *dependent* hyperparameter of the
   input choice; identity becomes a strided 1x1 conv). Every normal cell shares one set of
-  hyperparameters, every reduction cell another. Network: stem conv (16), normal, reduction (32),
+  hyperparameters, every reduction cell another. Network: stem conv (8), normal, reduction (16),
   normal, global average pool.
-- ``flat_space``: a flat chain (Liu et al. 2018's flat representation): stem conv (16), two
+- ``flat_space``: a flat chain (Liu et al. 2018's flat representation): stem conv (8), two
   stages of 1-3 layers separated by a 2x2 max pool, each layer an op from {conv1x1, conv3x3,
-  sep3x3, sep5x5, max3x3, avg3x3, identity} with its own filter count (16 or 32) where the op
+  sep3x3, sep5x5, max3x3, avg3x3, identity} with its own filter count (8 or 16) where the op
   has one, then global average pool.
 - ``genetic_space``: Genetic CNN (Xie & Yuille 2017, Section 3.1): 2 stages of 3 and 4 nodes
-  (conv3x3-BN-ReLU, 16 and 32 channels) whose wiring is a binary code, one bit per node pair
+  (conv3x3-BN-ReLU, 8 and 16 channels) whose wiring is a binary code, one bit per node pair
   ``(i < j)``: the default input node (a conv) feeds the nodes without predecessors, the nodes
   without successors are summed into the default output node (a conv), isolated nodes are
   dropped (all isolated: node 1 alone); 2x2 max pool between stages, global average pool.
@@ -49,7 +49,7 @@ NB_SKIPS = ((0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 4))  # optional edges of
 NASNET_OPS = ("identity", "sep3x3", "sep5x5", "avg3x3", "max3x3", "conv1x1")
 FLAT_OPS = ("conv1x1", "conv3x3", "sep3x3", "sep5x5", "max3x3", "avg3x3", "identity")
 GENETIC_NODES = (3, 4)
-GENETIC_CHANNELS = (16, 32)
+GENETIC_CHANNELS = (8, 16)
 
 
 # --- NAS-Bench-101-like -------------------------------------------------------------------------
@@ -70,9 +70,7 @@ def nasbench_space():
 
         return substitution_module("NBCell", build, {**h_skips, **h_ops}, ["in"], ["out"])
 
-    return siso_sequential(
-        [fm.conv_bn_relu(16, 3), cell(16, 16), fm.max_pool(2, 2), cell(16, 32), fm.global_avg_pool()]
-    )
+    return siso_sequential([fm.conv_bn_relu(8, 3), cell(8, 8), fm.max_pool(2, 2), cell(8, 16), fm.global_avg_pool()])
 
 
 # --- NASNet-like -----------------------------------------------------------------------------------
@@ -158,9 +156,9 @@ def nasnet_cell(hs: list, channels: int, reduction: bool):
 
 def nasnet_space():
     normal, reduction = nasnet_cell_hyperparameters(), nasnet_cell_hyperparameters()
-    s_in, s_out = fm.conv_bn_relu(16, 3)
+    s_in, s_out = fm.conv_bn_relu(8, 3)
     prev2, prev = s_out, s_out
-    for hs, ch, red in ((normal, 16, False), (reduction, 32, True), (normal, 32, False)):
+    for hs, ch, red in ((normal, 8, False), (reduction, 16, True), (normal, 16, False)):
         c_in, c_out = nasnet_cell(hs, ch, red)
         prev["out"].connect(c_in["prev"])
         prev2["out"].connect(c_in["prev2"])
@@ -174,7 +172,7 @@ def nasnet_space():
 
 
 def _flat_layer():
-    h_filters = D([16, 32])
+    h_filters = D([8, 16])
     fns = {
         "conv1x1": lambda: fm.conv_bn_relu(h_filters, 1),
         "conv3x3": lambda: fm.conv_bn_relu(h_filters, 3),
@@ -190,7 +188,7 @@ def _flat_layer():
 def flat_space():
     return siso_sequential(
         [
-            fm.conv_bn_relu(16, 3),
+            fm.conv_bn_relu(8, 3),
             siso_repeat(_flat_layer, D([1, 2, 3])),
             fm.max_pool(2, 2),
             siso_repeat(_flat_layer, D([1, 2, 3])),

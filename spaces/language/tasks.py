@@ -87,7 +87,7 @@ def _genetic_gated():
 # task -> (space function, data set, training defaults, report kind)
 TASKS = {
     # Section 7.2's space: Genetic CNN (spaces.language.table1), the code traced: one compiled program
-    "genetic_digits": (_genetic_gated, "digits", TrainConfig(epochs=2, batch_size=64, learning_rate=1e-3), "acc_frac"),
+    "genetic_digits": (_genetic_gated, "digits", TrainConfig(epochs=2, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "digits_cnn": (digits_cnn_space, "digits", TrainConfig(epochs=4, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "diabetes_mlp": (
         diabetes_mlp_space,

@@ -11,7 +11,8 @@ traversals), ``library`` (substitution modules), ``flax_modules`` (basic modules
 ``Architecture``), ``counting``, ``flatten`` (a bounded space -> ``spaces.base.Space``),
 ``examples`` (the paper's figures), ``datasets`` (digits, diabetes, optional CIFAR-10),
 ``training`` (optax training of compiled networks, vmapped per signature), ``tasks`` (spaces
-paired with data: host-side objectives).
+paired with data: host-side objectives), ``table1`` (the paper's Table 1 spaces at digits size),
+``cells`` (NAS-Bench-101/201 cells and networks; a table's cell -> its language assignment).
 """
 
 from spaces.language.compile import CompiledNetwork, compile_graph, plan_of

@@ -6,7 +6,9 @@ evaluation for one flattened space and one data set:
 
 - ``digits_cnn``: a CNN space on scikit-learn's 8x8 digits (classification, accuracy in [0, 1]);
 - ``diabetes_mlp``: an MLP space on scikit-learn's diabetes data (regression, ``-log`` MSE on the
-  standardised target).
+  standardised target);
+- ``genetic_digits``: the Genetic CNN space of Table 1 (``table1.genetic_gated_space``, 512
+  architectures, one compiled program) on digits: the space of the paper's Section 7.2.
 
 ``task.evaluate(tokens[M, N], seeds[M])`` trains the ``M`` architectures (``training.Trainer``:
 grouped by compiled signature, each group vmapped in one program) and returns
@@ -76,8 +78,16 @@ def diabetes_mlp_space():
     return siso_repeat(layer, D([1, 2, 3]))
 
 
+def _genetic_gated():
+    from spaces.language.table1 import genetic_gated_space
+
+    return genetic_gated_space()
+
+
 # task -> (space function, data set, training defaults, report kind)
 TASKS = {
+    # Section 7.2's space: Genetic CNN (spaces.language.table1), the code traced: one compiled program
+    "genetic_digits": (_genetic_gated, "digits", TrainConfig(epochs=2, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "digits_cnn": (digits_cnn_space, "digits", TrainConfig(epochs=4, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "diabetes_mlp": (
         diabetes_mlp_space,

@@ -184,11 +184,29 @@ def neg_log_marginal_likelihood(w, cfg, arch_x, y, mask, set_features, set_score
     return 0.5 * v @ v + jnp.sum(jnp.log(jnp.diag(chol))) + 0.5 * n * jnp.log(2.0 * jnp.pi)
 
 
+FINETUNE_SCOPES = ("net", "kernel")
+
+
 def finetune(
-    w, cfg, arch_x, y, mask, set_features, set_scores, set_mask, steps: int, learning_rate: float, psi_given=False
+    w,
+    cfg,
+    arch_x,
+    y,
+    mask,
+    set_features,
+    set_scores,
+    set_mask,
+    steps: int,
+    learning_rate: float,
+    psi_given=False,
+    scope: str = "net",
 ):
     """``steps`` Adam steps on eq. 3 from ``w`` (meta-test adaptation to the target); NaN gradients are
-    zeroed so a failed Cholesky never poisons the parameters."""
+    zeroed so a failed Cholesky never poisons the parameters. ``scope`` (static): ``"net"`` adapts every
+    parameter that reaches the loss (with ``psi_given``: phi, xi and the kernel hyperparameters; psi only
+    when it is computed here), ``"kernel"`` only the GP hyperparameters (length scale, amplitude, noise)."""
+    if scope not in FINETUNE_SCOPES:
+        raise ValueError(f"finetune scope must be one of {list(FINETUNE_SCOPES)}, got {scope!r}")
     if steps == 0:
         return w
     opt = optax.adam(learning_rate)
@@ -198,6 +216,8 @@ def finetune(
         p, st = carry
         g = grad(p, cfg, arch_x, y, mask, set_features, set_scores, set_mask, psi_given)
         g = jax.tree.map(lambda a: jnp.where(jnp.isfinite(a), a, 0.0), g)
+        if scope == "kernel":  # zero gradients: Adam leaves those parameters exactly where they are
+            g = {"net": jax.tree.map(jnp.zeros_like, g["net"]), "kernel": g["kernel"]}
         upd, st = opt.update(g, st, p)
         return (optax.apply_updates(p, upd), st), None
 

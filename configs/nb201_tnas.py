@@ -6,7 +6,14 @@ on the sources, then search the target with the meta-learned kernel against the 
     python -m scripts.train --config configs/nb201_tnas.py:cifar10 --workdir /tmp/tnas_c10 \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
-(the same for cifar100 and imagenet16). ``scripts.train`` reads the parameters from
+(the same for cifar100 and imagenet16). The argument ``<target>,no_phi`` is the dataset-encoder ablation
+"none" (no phi: the kernel sees ``xi(psi(x))``), meta-trained into its own folder and run as ``tnas_no_phi``:
+
+    python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/nasjax_tnas/cifar10_no_phi
+    python -m scripts.train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/tnas_c10_no_phi \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+
+``scripts.train`` reads the parameters from
 ``/tmp/nasjax_tnas/<target>/tnas_params.npz`` (``--config.searchers.tnas.params_file=...`` to change it).
 Searchers: ``tnas`` (meta-learned kernel, top-5 source design, EI), ``tnas_no_meta`` (nothing meta-learned:
 a randomly initialized deep kernel and a random initial design), ``tnas_random_init`` (meta-learned
@@ -53,9 +60,11 @@ def meta_config() -> ml_collections.ConfigDict:
 
 
 def get_config(arg=None):
-    target = arg or "cifar10"
+    target, _, variant = (arg or "cifar10").partition(",")
     if target not in TARGETS:
         raise ValueError(f"target {target!r}: choose one of {TARGETS}")
+    if variant not in ("", "no_phi"):
+        raise ValueError(f"variant {variant!r}: the only variant is 'no_phi' (e.g. cifar10,no_phi)")
     config = default.get_config()
     config.benchmark = f"nb201/{target}"
     config.num_trials = 10
@@ -64,6 +73,10 @@ def get_config(arg=None):
     config.meta = meta_config()
     config.model = model_config()
     config.searchers = searcher_configs(**comparison(f"{META_ROOT}/{target}/tnas_params.npz"))
+    if variant == "no_phi":  # the dataset-encoder ablation "none": xi(psi(x)), meta-learned the same way
+        config.model.use_dataset_encoder = False
+        params = f"{META_ROOT}/{target}_no_phi/tnas_params.npz"
+        config.searchers = searcher_configs(tnas_no_phi={"name": "tnas", "params_file": params})
     return config
 
 

@@ -44,6 +44,7 @@ _REPEATS = flags.DEFINE_integer("repeats", 1, "meta-test runs, new seeds each (t
 _OPTIONS = flags.DEFINE_string("options", "{}", "JSON options for the tnas searcher (e.g. finetune_steps)")
 _TEST_CSV = flags.DEFINE_string("test_csv", "", "NB201 test CSV (reports the incumbent's test error)")
 _SEED = flags.DEFINE_integer("seed", 0, "PRNG seed of the first meta-test run (run r uses seed + r)")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Meta-test progress bar on stderr.")
 _CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 1, "CPU devices (TNAS does not split seeds over devices)")
 
 
@@ -150,7 +151,7 @@ def bench_meta_test(config, stats: CompileStats, space, params_file: str) -> Non
     for rep in range(_REPEATS.value):
         keys = jax.random.split(jax.random.PRNGKey(_SEED.value + rep), _SEEDS.value)
         with Timer(stats) as t:
-            h = run_chunked(s, bench, keys, progress=False)
+            h = run_chunked(s, bench, keys, progress=_PROGRESS.value)
             jax.block_until_ready(h.score)
         _, test = incumbent_curve(h.score, h.report_score)
         vals = np.asarray(bench.report(np.asarray(test[:, -1])), np.float64)

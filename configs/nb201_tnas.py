@@ -7,7 +7,8 @@ on the sources, then search the target with the meta-learned kernel against the 
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
 (the same for cifar100 and imagenet16). The argument ``<target>,no_phi`` is the dataset-encoder ablation
-"none" (no phi: the kernel sees ``xi(psi(x))``), meta-trained into its own folder and run as ``tnas_no_phi``:
+"none" (no phi: the kernel sees ``xi(psi(x))``), meta-trained into its own folder and run as ``tnas_no_phi``
+(top-5 design) and ``tnas_no_phi_random_init``:
 
     python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/nasjax_tnas/cifar10_no_phi
     python -m scripts.train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/tnas_c10_no_phi \
@@ -76,7 +77,10 @@ def get_config(arg=None):
     if variant == "no_phi":  # the dataset-encoder ablation "none": xi(psi(x)), meta-learned the same way
         config.model.use_dataset_encoder = False
         params = f"{META_ROOT}/{target}_no_phi/tnas_params.npz"
-        config.searchers = searcher_configs(tnas_no_phi={"name": "tnas", "params_file": params})
+        config.searchers = searcher_configs(
+            tnas_no_phi={"name": "tnas", "params_file": params},
+            tnas_no_phi_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
+        )
     return config
 
 

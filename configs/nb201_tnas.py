@@ -6,12 +6,21 @@ on the sources, then search the target with the meta-learned kernel against the 
     python -m scripts.train --config configs/nb201_tnas.py:cifar10 --workdir /tmp/tnas_c10 \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
-(the same for cifar100 and imagenet16). ``scripts.train`` reads the parameters from
+(the same for cifar100 and imagenet16). The argument ``<target>,no_phi`` is the dataset-encoder ablation
+"none" (no phi: the kernel sees ``xi(psi(x))``), meta-trained into its own folder and run as ``tnas_no_phi``
+(top-5 design) and ``tnas_no_phi_random_init``:
+
+    python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/nasjax_tnas/cifar10_no_phi
+    python -m scripts.train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/tnas_c10_no_phi \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+
+``scripts.train`` reads the parameters from
 ``/tmp/nasjax_tnas/<target>/tnas_params.npz`` (``--config.searchers.tnas.params_file=...`` to change it).
 Searchers: ``tnas`` (meta-learned kernel, top-5 source design, EI), ``tnas_no_meta`` (nothing meta-learned:
 a randomly initialized deep kernel and a random initial design), ``tnas_random_init`` (meta-learned
 kernel, random initial design), ``gp_bo`` (Matern-5/2 GP from scratch with UCB, as the paper's GP
-baseline, in batches of 5) and random search.
+baseline, in batches of 5), ``bananas`` (the released code's defaults), regularized evolution, local search
+and random search (``configs/default.py``). ``--config.only=tnas,gp_bo`` runs a subset.
 """
 
 import dataclasses
@@ -26,22 +35,15 @@ TARGETS = ("cifar10", "cifar100", "imagenet16")
 META_ROOT = "/tmp/nasjax_tnas"  # meta_train --workdir default location used by the searcher entries
 
 
-def model_config() -> ml_collections.ConfigDict:
-    fields = dataclasses.asdict(DeepKernelConfig(arch_encoder="dag", num_features=30))
+def model_config(arch_encoder: str = "dag", num_features: int = 30) -> ml_collections.ConfigDict:
+    fields = dataclasses.asdict(DeepKernelConfig(arch_encoder=arch_encoder, num_features=num_features))
     fields["xi_hidden"] = list(fields["xi_hidden"])
     return ml_collections.ConfigDict(fields)
 
 
-def get_config(arg=None):
-    target = arg or "cifar10"
-    if target not in TARGETS:
-        raise ValueError(f"target {target!r}: choose one of {TARGETS}")
-    config = default.get_config()
-    config.benchmark = f"nb201/{target}"
-    config.num_trials = 10
-    config.max_queries = 100
-    config.suite = ",".join(f"nb201/{t}" for t in TARGETS)
-    config.meta = ml_collections.ConfigDict(
+def meta_config() -> ml_collections.ConfigDict:
+    """REPTILE (Algorithm 1) and meta-training settings shared by the TNAS configs."""
+    return ml_collections.ConfigDict(
         {
             "seed": 0,
             "outer_steps": 300,
@@ -56,13 +58,40 @@ def get_config(arg=None):
             "init_design": 5,
         }
     )
+
+
+def get_config(arg=None):
+    target, _, variant = (arg or "cifar10").partition(",")
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r}: choose one of {TARGETS}")
+    if variant not in ("", "no_phi"):
+        raise ValueError(f"variant {variant!r}: the only variant is 'no_phi' (e.g. cifar10,no_phi)")
+    config = default.get_config()
+    config.benchmark = f"nb201/{target}"
+    config.num_trials = 10
+    config.max_queries = 100
+    config.suite = ",".join(f"nb201/{t}" for t in TARGETS)
+    config.meta = meta_config()
     config.model = model_config()
-    params = f"{META_ROOT}/{target}/tnas_params.npz"
-    config.searchers = searcher_configs(
-        tnas={"name": "tnas", "params_file": params},
-        tnas_no_meta={"name": "tnas", "params_file": ""},
-        tnas_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
-        gp_bo={
+    config.searchers = searcher_configs(**comparison(f"{META_ROOT}/{target}/tnas_params.npz"))
+    if variant == "no_phi":  # the dataset-encoder ablation "none": xi(psi(x)), meta-learned the same way
+        config.model.use_dataset_encoder = False
+        params = f"{META_ROOT}/{target}_no_phi/tnas_params.npz"
+        config.searchers = searcher_configs(
+            tnas_no_phi={"name": "tnas", "params_file": params},
+            tnas_no_phi_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
+        )
+    return config
+
+
+def comparison(params: str) -> dict:
+    """The searchers of a TNAS leave-one-out comparison (Section 4): TNAS, its two ablations and the baselines
+    (GP-BO, BANANAS, regularized evolution, local search, random search), 5 initial random queries each."""
+    return {
+        "tnas": {"name": "tnas", "params_file": params},
+        "tnas_no_meta": {"name": "tnas", "params_file": ""},
+        "tnas_random_init": {"name": "tnas", "params_file": params, "initial_design": "random"},
+        "gp_bo": {
             "name": "gp_bo",
             "batch_size": 5,
             "num_init": 5,
@@ -72,6 +101,6 @@ def get_config(arg=None):
             "acq_opt": "random",
             "num_random": 1000,
         },
-        random_search={"name": "random_search"},
-    )
-    return config
+        "bananas": {"name": "bananas", "acquisition": "its", "max_edits": 2},
+        **default.BASELINES,
+    }

@@ -18,35 +18,12 @@ from absl import flags
 from ml_collections import config_flags
 
 from nas import cli
+from scripts.tnas_settings import PARAMS_NAME, settings
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "TNAS config file (configs/<suite>_tnas.py:<target>).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory for tnas_params.npz (created; reused to resume).")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Print progress on stderr.")
 flags.mark_flags_as_required(["config", "workdir"])
-
-PARAMS_NAME = "tnas_params.npz"
-
-
-def settings(config):
-    """(target, suite, ReptileConfig, DeepKernelConfig, meta dict) from the config; ConfigError when malformed."""
-    from surrogates.deep_kernel import DeepKernelConfig
-    from surrogates.reptile import ReptileConfig
-
-    cfg = config.to_dict()
-    for field in ("benchmark", "suite", "meta", "model"):
-        if field not in cfg:
-            raise cli.ConfigError(f"config lacks field {field!r}; see configs/nb201_tnas.py")
-    meta = dict(cfg["meta"])
-    suite = [s.strip() for s in str(cfg["suite"]).split(",") if s.strip()]
-    try:
-        rep = ReptileConfig(**{k: meta[k] for k in ReptileConfig.__dataclass_fields__ if k in meta})
-        model = DeepKernelConfig(**cfg["model"])
-    except (TypeError, ValueError) as e:
-        raise cli.ConfigError(f"config.meta / config.model: {e}") from e
-    for k in ("outer_steps", "chunk_steps", "seed", "init_design"):
-        if not isinstance(meta.get(k), int) or meta[k] < (0 if k in ("outer_steps", "seed") else 1):
-            raise cli.ConfigError(f"config.meta.{k} must be a non-negative integer (chunk_steps, init_design >= 1)")
-    return cfg["benchmark"], suite, rep, model, meta
 
 
 def main(argv):

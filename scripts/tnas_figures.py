@@ -20,18 +20,29 @@ from absl import app, flags
 _RUNS = flags.DEFINE_string("runs", None, "Comma-separated target:workdir[+workdir...] pairs.")
 _OUT = flags.DEFINE_string("out", "tnas.png", "Output PNG.")
 _AT = flags.DEFINE_string("at", "5,10,20,30,50,100", "Budgets of the printed tables.")
+_SUITE = flags.DEFINE_string("suite", "nb201", "Benchmark prefix of the targets (figure titles).")
+_REPORT = flags.DEFINE_enum(
+    "report", "error", ["error", "log_mse"], "error: 100 - accuracy (%); log_mse: log10 MSE (score = -log MSE)."
+)
+_RANK_OUT = flags.DEFINE_string("rank_out", "", "Optional PNG of the mean-rank curves alone.")
+_ONLY = flags.DEFINE_list("only", [], "Methods to show (default: every method present on every target).")
 flags.mark_flag_as_required("runs")
 
 
-def incumbent_error(score: np.ndarray, report: np.ndarray) -> np.ndarray:
-    """Reported error (100 - accuracy) of the best-by-validation query so far, f32[trials, T]."""
+LABELS = {"error": "error of incumbent (%)", "log_mse": "log10 MSE of incumbent"}
+
+
+def incumbent_error(score: np.ndarray, report: np.ndarray, kind: str = "error") -> np.ndarray:
+    """The reported error of the best-by-validation query so far, f32[trials, T] (lower is better):
+    ``100 - accuracy`` or, for scores ``-log MSE``, ``log10 MSE``."""
     from nas.runner import incumbent_curve
 
     _, rep = incumbent_curve(score, report)
-    return 100.0 - np.asarray(rep)
+    rep = np.asarray(rep, np.float64)
+    return 100.0 - rep if kind == "error" else -rep / np.log(10.0)
 
 
-def load_runs(spec: str) -> dict[str, dict[str, np.ndarray]]:
+def load_runs(spec: str, kind: str = "error") -> dict[str, dict[str, np.ndarray]]:
     runs = {}
     for item in spec.split(","):
         target, folders = item.split(":", 1)
@@ -40,13 +51,20 @@ def load_runs(spec: str) -> dict[str, dict[str, np.ndarray]]:
             hist = os.path.join(folder, "history")
             for f in sorted(os.listdir(hist)):
                 with np.load(os.path.join(hist, f)) as d:
-                    runs[target][f[:-4]] = incumbent_error(d["score"], d["report_score"])
+                    runs[target][f[:-4]] = incumbent_error(d["score"], d["report_score"], kind)
     return runs
 
 
-def mean_ranks(runs) -> tuple[list[str], np.ndarray]:
-    """Methods present on every target and their mean rank f32[methods, T]."""
+def mean_ranks(runs, only=()) -> tuple[list[str], np.ndarray]:
+    """Methods present on every target (those of ``only`` if given) and their mean rank f32[methods, T]:
+    per target and budget, the methods ranked by seed-mean error (1 = best, ties broken by name), averaged
+    over targets."""
     methods = sorted(set.intersection(*[set(r) for r in runs.values()]))
+    if only:
+        missing = sorted(set(only) - set(methods))
+        if missing:
+            raise ValueError(f"methods {missing} are not on every target; have {methods}")
+        methods = [m for m in methods if m in only]
     ranks = []
     for r in runs.values():
         means = np.stack([r[m].mean(0) for m in methods])  # [methods, T]
@@ -61,9 +79,10 @@ def main(argv):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = load_runs(_RUNS.value)
+    runs = load_runs(_RUNS.value, _REPORT.value)
     at = [int(a) for a in _AT.value.split(",")]
-    methods, ranks = mean_ranks(runs)
+    methods, ranks = mean_ranks(runs, _ONLY.value)
+    ylabel = LABELS[_REPORT.value]
     fig, axes = plt.subplots(1, len(runs) + 1, figsize=(4.5 * (len(runs) + 1), 3.6))
     for ax, (target, r) in zip(axes, runs.items()):
         for m in methods:
@@ -72,7 +91,8 @@ def main(argv):
             q = np.arange(1, mean.shape[0] + 1)
             ax.plot(q, mean, label=m)
             ax.fill_between(q, mean - se, mean + se, alpha=0.2)
-        ax.set(title=f"nb201/{target}", xlabel="queries", ylabel="test error of incumbent (%)", xscale="log")
+        ax.set(title=f"{_SUITE.value}/{target}", xlabel="queries", ylabel=ylabel, xscale="log")
+    axes[0].legend(fontsize=7)
     for i, m in enumerate(methods):
         axes[-1].plot(np.arange(1, ranks.shape[1] + 1), ranks[i], label=m)
     axes[-1].set(title="mean rank over targets", xlabel="queries", ylabel="rank (1 = best)", xscale="log")
@@ -80,11 +100,24 @@ def main(argv):
     fig.tight_layout()
     fig.savefig(_OUT.value, dpi=110)
     print(f"wrote {_OUT.value}\n")
+    if _RANK_OUT.value:
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for i, m in enumerate(methods):
+            ax.plot(np.arange(1, ranks.shape[1] + 1), ranks[i], label=m)
+        ax.set(title=f"{_SUITE.value}: mean rank over {len(runs)} targets", xlabel="queries",
+               ylabel="mean rank (1 = best)", xscale="log")  # fmt: skip
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(_RANK_OUT.value, dpi=110)
+        print(f"wrote {_RANK_OUT.value}\n")
     for target, r in runs.items():
-        print(f"nb201/{target}: test error (%) of the incumbent, mean +- s.e. over {r[methods[0]].shape[0]} seeds\n")
+        seeds = ", ".join(sorted({str(r[m].shape[0]) for m in methods}))
+        print(f"{_SUITE.value}/{target}: {ylabel}, mean +- s.e. over seeds ({seeds})\n")
         print("| method | " + " | ".join(f"{a} q" for a in at) + " |\n|---|" + "---|" * len(at))
         for m in methods:
             e = r[m]
+            if e.shape[1] < max(at):
+                raise ValueError(f"{target}/{m} has {e.shape[1]} queries, fewer than --at={max(at)}")
             cells = [f"{e[:, a - 1].mean():.2f} +- {e[:, a - 1].std() / np.sqrt(e.shape[0]):.2f}" for a in at]
             print(f"| {m} | " + " | ".join(cells) + " |")
         print()

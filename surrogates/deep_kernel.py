@@ -20,8 +20,9 @@ targets, so the likelihood and posterior are those of the real rows (as ``surrog
 Parameters ``w`` are one pytree ``{"net": flax params of psi, phi, xi, "kernel": {log_ls, log_amp,
 log_noise}}``, so REPTILE (``surrogates.reptile``) and fine-tuning treat all of ``w`` alike.
 
-Linear algebra goes through ``cholesky`` and ``solve_lower`` below (``jnp.linalg.cholesky`` and
-``jax.scipy.linalg.solve_triangular``): the one place to swap in another Cholesky.
+Linear algebra is ``surrogates.linalg`` (plain-JAX blocked Cholesky with its inverse ``L^-1``, no LAPACK
+custom call): eq. 3 through ``linalg.gaussian_nll`` (its gradient in ``K`` is R&W eq. 5.9, a custom VJP),
+the posterior's solves as products with ``L^-1``.
 """
 
 from __future__ import annotations
@@ -38,16 +39,6 @@ from surrogates.arch_encoders import NB201_NUM_TYPES, DAGEncoder, MLPEncoder, nb
 from surrogates.set_encoder import SetEncoder
 
 ARCH_ENCODERS = ("dag", "mlp")
-
-
-# -- the factorization: plain JAX (surrogates/linalg.py), never the batched CPU LAPACK kernel that can
-# deadlock when seeds are split over devices; differentiable (fixed-trip loops) for the eq. 3 gradient
-def cholesky(a: jax.Array) -> jax.Array:
-    return linalg.cholesky(a)
-
-
-def solve_lower(chol: jax.Array, b: jax.Array) -> jax.Array:
-    return linalg.solve_triangular(chol, b)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,17 +169,33 @@ def neg_log_marginal_likelihood(w, cfg, arch_x, y, mask, set_features, set_score
     """Eq. 3 on one task's padded rows: ``1/2 y^T K^-1 y + 1/2 log|K| + n/2 log 2 pi`` (y standardized here)."""
     ys, _, _ = standardize(y, mask)
     z = embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given)
-    chol = cholesky(_gram(w, cfg, z, mask))
-    v = solve_lower(chol, ys)
-    n = jnp.sum(mask)
-    return 0.5 * v @ v + jnp.sum(jnp.log(jnp.diag(chol))) + 0.5 * n * jnp.log(2.0 * jnp.pi)
+    # the gradient in K is R&W eq. 5.9 (linalg's custom VJP), not backpropagation through the factorization
+    return linalg.gaussian_nll(_gram(w, cfg, z, mask), ys, mask)
+
+
+FINETUNE_SCOPES = ("net", "kernel")
 
 
 def finetune(
-    w, cfg, arch_x, y, mask, set_features, set_scores, set_mask, steps: int, learning_rate: float, psi_given=False
+    w,
+    cfg,
+    arch_x,
+    y,
+    mask,
+    set_features,
+    set_scores,
+    set_mask,
+    steps: int,
+    learning_rate: float,
+    psi_given=False,
+    scope: str = "net",
 ):
     """``steps`` Adam steps on eq. 3 from ``w`` (meta-test adaptation to the target); NaN gradients are
-    zeroed so a failed Cholesky never poisons the parameters."""
+    zeroed so a failed Cholesky never poisons the parameters. ``scope`` (static): ``"net"`` adapts every
+    parameter that reaches the loss (with ``psi_given``: phi, xi and the kernel hyperparameters; psi only
+    when it is computed here), ``"kernel"`` only the GP hyperparameters (length scale, amplitude, noise)."""
+    if scope not in FINETUNE_SCOPES:
+        raise ValueError(f"finetune scope must be one of {list(FINETUNE_SCOPES)}, got {scope!r}")
     if steps == 0:
         return w
     opt = optax.adam(learning_rate)
@@ -198,6 +205,8 @@ def finetune(
         p, st = carry
         g = grad(p, cfg, arch_x, y, mask, set_features, set_scores, set_mask, psi_given)
         g = jax.tree.map(lambda a: jnp.where(jnp.isfinite(a), a, 0.0), g)
+        if scope == "kernel":  # zero gradients: Adam leaves those parameters exactly where they are
+            g = {"net": jax.tree.map(jnp.zeros_like, g["net"]), "kernel": g["kernel"]}
         upd, st = opt.update(g, st, p)
         return (optax.apply_updates(p, upd), st), None
 
@@ -210,10 +219,12 @@ def posterior(w, cfg, arch_x, y, mask, arch_new, set_features, set_scores, set_m
     ys, y_mean, y_scale = standardize(y, mask)
     z = embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given)
     z_new = embed(w, cfg, arch_new, set_features, set_scores, set_mask, psi_given)
-    chol = cholesky(_gram(w, cfg, z, mask))
+    # L^-1 from the factorization makes the solves for every candidate one matmul (meta-test scores every
+    # string of the space: a row-by-row substitution over [n, M] right-hand sides would dominate the step)
+    _, inv = linalg.cholesky_with_inverse(_gram(w, cfg, z, mask))
     k_star = jnp.where(mask[:, None], matern52(z, z_new, w["kernel"]), 0.0)
-    a = solve_lower(chol, ys)
-    v = solve_lower(chol, k_star)
+    a = inv @ ys
+    v = jnp.matmul(inv, k_star, precision=jax.lax.Precision.HIGHEST)
     mean = v.T @ a
     var = jnp.maximum(jnp.exp(w["kernel"]["log_amp"]) - jnp.sum(v * v, axis=0), 0.0)
     return mean * y_scale + y_mean, jnp.sqrt(var) * y_scale

@@ -26,6 +26,8 @@ from surrogates.meta_params import load_params, save_params
 from surrogates.reptile import MetaData, ReptileConfig, meta_steps
 
 _meta_steps = jax.jit(meta_steps, static_argnums=(4, 5, 6))  # one compile per shape and settings, per process
+# one program instead of hundreds of op-by-op compilations (and one the persistent compilation cache keeps)
+init_params_jit = jax.jit(init_params, static_argnums=1)
 
 
 def source_tasks(suite: Sequence[str], target: str) -> list[str]:
@@ -109,7 +111,7 @@ def meta_train(
         if progress:
             print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
     else:
-        w = init_params(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], data.features[:2])
+        w = init_params_jit(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], data.features[:2])
     began = time.time()
     while start < outer_steps:
         num = min(chunk_steps, outer_steps - start)

@@ -123,6 +123,13 @@ def test_posterior_interpolates_and_finetuning_lowers_the_nll():
     nll = jax.jit(lambda p: dk.neg_log_marginal_likelihood(p, cfg, za, y, mask, fx, y, mask, psi_given=True))
     tuned = jax.jit(lambda p: dk.finetune(p, cfg, za, y, mask, fx, y, mask, 20, 1e-2, psi_given=True))(w)
     assert nll(tuned) < nll(w) - 0.5
+    # scope "kernel": the GP hyperparameters move and lower the NLL, the networks stay exactly as they were
+    hyper = jax.jit(lambda p: dk.finetune(p, cfg, za, y, mask, fx, y, mask, 20, 1e-2, True, "kernel"))(w)
+    assert nll(hyper) < nll(w) and float(hyper["kernel"]["log_ls"]) != float(w["kernel"]["log_ls"])
+    for a, b in zip(jax.tree.leaves(hyper["net"]), jax.tree.leaves(w["net"])):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="finetune scope"):
+        dk.finetune(w, cfg, za, y, mask, fx, y, mask, 1, 1e-2, True, "psi")
 
 
 def test_reptile_outer_update_matches_hand_computation():

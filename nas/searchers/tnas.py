@@ -17,7 +17,8 @@ MLP xi over the space instead of one of the graph encoder (phi, xi and the kerne
 Options (``TNASOptions``): ``params_file`` (``""``: a randomly initialized kernel, no meta-learning and
 no source design), ``meta_learned`` (False: the file's model and design with random weights, the
 "TNAS without meta-learning" ablation), ``initial_design`` (``auto | top | random``), ``num_init``,
-``acquisition`` (``ei | ucb``), ``beta``, ``finetune_steps``, ``finetune_lr``, ``init_seed``.
+``acquisition`` (``ei | ucb``), ``beta``, ``finetune_steps``, ``finetune_lr``, ``finetune_scope`` (``net``:
+phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparameters only), ``init_seed``.
 
 State: the queried strings, scores, their psi encodings and the ``nas.dedup`` set; one program
 (data padded to the budget), so it runs unchanged in ``lax.scan`` and under ``vmap``.
@@ -26,6 +27,8 @@ State: the queried strings, scores, their psi encodings and the ``nas.dedup`` se
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +40,7 @@ from nas.searcher import Searcher, SearcherOptions, one_of, positive, register
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
 from surrogates.meta_params import load_params
-from surrogates.meta_training import all_strings
+from surrogates.meta_training import all_strings, init_params_jit
 
 DESIGNS = ("auto", "top", "random")
 TNAS_ACQUISITIONS = ("ei", "ucb")
@@ -55,6 +58,7 @@ class TNASOptions(SearcherOptions):
     beta: float = 0.5
     finetune_steps: int = 10
     finetune_lr: float = 1e-3
+    finetune_scope: str = "net"
     init_seed: int = 0
 
     def check(self):
@@ -62,12 +66,21 @@ class TNASOptions(SearcherOptions):
         positive(self, "num_init")
         one_of(self, "initial_design", DESIGNS)
         one_of(self, "acquisition", TNAS_ACQUISITIONS)
+        one_of(self, "finetune_scope", dk.FINETUNE_SCOPES)
         if self.num_init % self.batch_size:
             raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
         if self.num_init >= self.max_queries:
             raise ValueError(f"num_init ({self.num_init}) must be below max_queries ({self.max_queries})")
         if self.finetune_steps < 0:
             raise ValueError(f"finetune_steps must be >= 0, got {self.finetune_steps}")
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 @struct.dataclass
@@ -86,9 +99,10 @@ class TNAS(Searcher):
 
     def setup(self):
         o, space = self.options, self.space
-        design = None
+        design, self.params_sha256 = None, ""
         if o.params_file:
             w, cfg, meta, design, _ = load_params(o.params_file)
+            self.params_sha256 = file_sha256(o.params_file)
             if meta.get("space") != space.name:
                 raise ValueError(f"{o.params_file} was meta-trained on space {meta.get('space')!r}, not {space.name!r}")
         else:
@@ -107,13 +121,24 @@ class TNAS(Searcher):
         arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(tokens))
         feats = jax.vmap(lambda t: space.features(t, "onehot"))(jnp.asarray(tokens))
         if w is None or not o.meta_learned:
-            w = dk.init_params(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], feats[:2])
+            w = init_params_jit(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], feats[:2])
         self.cfg, self.w, self.design_kind = cfg, w, kind
         self.design = None if design is None else np.asarray(design[: o.num_init], np.int32)
         self.all_tokens = tokens
         self.all_ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
         self.all_z = np.asarray(jax.jit(lambda p, x: dk.arch_embeddings(p, cfg, x))(w, arch_x))
         self.all_feats = np.asarray(feats)
+
+    @property
+    def identity(self) -> str:
+        """The base identity plus the SHA-256 of the parameters file's contents: a checkpoint or compiled
+        program made with one meta-learned model is never reused with another written to the same path."""
+        ident = json.loads(super().identity)
+        ident["params_sha256"] = self.params_sha256
+        return json.dumps(ident, sort_keys=True)
+
+    def _key(self):
+        return (*super()._key(), self.params_sha256)
 
     @property
     def capacity(self) -> int:
@@ -148,7 +173,7 @@ class TNAS(Searcher):
         feats = jax.vmap(lambda t: self.space.features(t, "onehot"))(state.tokens)
         data = (state.z_arch, y, mask)
         set_args = (feats, y, mask)
-        w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, psi_given=True)
+        w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, True, o.finetune_scope)
         mean, std = dk.posterior(w, cfg, *data, jnp.asarray(self.all_z), *set_args, psi_given=True)
         best = jnp.max(jnp.where(mask, state.scores, -jnp.inf))
         acq = acquisition_scores(o.acquisition, key, mean, std, best, None, o.beta)

@@ -1,0 +1,30 @@
+"""Reading a TNAS config (``configs/<suite>_tnas.py``): shared by ``scripts.meta_train`` and ``scripts.bench_tnas``
+(a module without absl flags, so both scripts can import it)."""
+
+from __future__ import annotations
+
+from nas import cli
+
+PARAMS_NAME = "tnas_params.npz"
+
+
+def settings(config):
+    """(target, suite, ReptileConfig, DeepKernelConfig, meta dict) from the config; ConfigError when malformed."""
+    from surrogates.deep_kernel import DeepKernelConfig
+    from surrogates.reptile import ReptileConfig
+
+    cfg = config.to_dict()
+    for field in ("benchmark", "suite", "meta", "model"):
+        if field not in cfg:
+            raise cli.ConfigError(f"config lacks field {field!r}; see configs/nb201_tnas.py")
+    meta = dict(cfg["meta"])
+    suite = [s.strip() for s in str(cfg["suite"]).split(",") if s.strip()]
+    try:
+        rep = ReptileConfig(**{k: meta[k] for k in ReptileConfig.__dataclass_fields__ if k in meta})
+        model = DeepKernelConfig(**cfg["model"])
+    except (TypeError, ValueError) as e:
+        raise cli.ConfigError(f"config.meta / config.model: {e}") from e
+    for k in ("outer_steps", "chunk_steps", "seed", "init_design"):
+        if not isinstance(meta.get(k), int) or meta[k] < (0 if k in ("outer_steps", "seed") else 1):
+            raise cli.ConfigError(f"config.meta.{k} must be a non-negative integer (chunk_steps, init_design >= 1)")
+    return cfg["benchmark"], suite, rep, model, meta

@@ -38,6 +38,7 @@ _BATCH = flags.DEFINE_integer("batch", 64, "Configurations trained (B).")
 _SKLEARN = flags.DEFINE_integer("sklearn_configs", 16, "Configurations timed with scikit-learn (0 = skip).")
 _REPS = flags.DEFINE_integer("reps", 3, "Timed calls of the vmapped program (median).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the sampled configurations and the training key.")
+_SEGMENT = flags.DEFINE_integer("segment_size", 0, "Rows per sorted segment of the vmapped program (0: auto).")
 _MAX_ITER = flags.DEFINE_integer(
     "max_iter", 0, "0: each configuration's sampled max_iter; else every configuration trains this many steps."
 )
@@ -100,7 +101,7 @@ def main(argv):
     del argv
     from spaces.benchmarks.registry import make_benchmark
 
-    objective = make_benchmark(f"mlp/{_DATASET.value}")
+    objective = make_benchmark(f"mlp/{_DATASET.value}").replace(segment_size=_SEGMENT.value)
     space = objective.space
     key = jax.random.PRNGKey(_SEED.value)
     tokens = jax.jit(jax.vmap(space.sample))(jax.random.split(key, _BATCH.value))

@@ -87,17 +87,20 @@ def test_padding_keeps_the_function():
         np.testing.assert_allclose(a, b, rtol=1e-4)
 
 
-def test_vmap_over_queries_is_one_sorted_batch(diabetes):
+def test_vmap_over_queries_is_one_sorted_batch():
     """Under vmap (the runner's seeds) each query's scores are what it gets alone (custom_vmap pools the rows)."""
-    s = diabetes.space
-    short = [dict(p, max_iter=50) for p in (GOOD, TANH)]  # noqa: C408
-    tokens = jnp.asarray(np.stack([s.from_spec(p) for p in short]))
+    hps = [categorical("activation", ["tanh", "relu"]), categorical("solver", ["adam", "sgd"])]
+    space = HPOSpace("v", [*hps, grid("hidden_layer_size", [8, 16]), grid("max_iter", [20, 40])])
+    obj = MLPTraining.build(uci.load_diabetes(split=2), space, "v")
+    tokens = jnp.asarray([[0, 0, 0, 1], [1, 1, 1, 0], [1, 0, 0, 0]])
     keys = jax.random.split(jax.random.PRNGKey(3), 2)
-    both = jax.tree.map(np.asarray, jax.jit(jax.vmap(diabetes.query))(keys, jnp.stack([tokens, tokens[::-1]])))
-    for i, t in enumerate((tokens, tokens[::-1])):
-        alone = jax.tree.map(np.asarray, jax.jit(diabetes.query)(keys[i], t))
+    pair = jnp.stack([tokens, tokens[::-1]])
+    both = jax.tree.map(np.asarray, jax.jit(jax.vmap(obj.query))(keys, pair))
+    for i in range(2):
+        alone = jax.tree.map(np.asarray, jax.jit(obj.query)(keys[i], pair[i]))
         for k in ("valid", "test", "cost"):
             np.testing.assert_allclose(both[k][i], alone[k], rtol=1e-4)
+    assert np.all(np.isfinite(both["valid"])) and not np.allclose(both["valid"][0], both["valid"][1][::-1])
 
 
 def test_build_rejects_unknown_hyperparameters():

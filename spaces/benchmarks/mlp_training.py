@@ -8,10 +8,16 @@ tokens[B, N])`` trains the B configurations of a batch in one compiled program
 and returns ``{"valid": -validation RMSE, "test": -test RMSE, "cost": steps}``
 (RMSE in the target's original units; ``report_kind="neg_rmse"``).
 
-One configuration (``train_and_score``, vmapped by ``query``):
+Training (``score_rows`` -> ``train_segment``):
 
+- Segments: the rows of a query are sorted by (``max_iter``, width) and cut into segments of
+  ``segment_size`` rows trained one after another (``lax.scan``); a segment runs to its own longest
+  ``max_iter`` and is padded to its own widest network (``lax.switch`` over the width grid), so
+  short or narrow configurations do not pay for long or wide batch mates. Under ``vmap`` (the
+  runner's seeds) ``custom_vmap`` pools the rows of all queries into one sorted batch, so the switch
+  index and the loop bound stay scalars.
 - Model: ``PaddedMLP`` (``flax.linen``), ``x -> act(x W1 + b1) W2 + b2`` with the
-  hidden layer padded to the space's largest width and a unit mask: padded
+  hidden layer padded to the segment's width and a unit mask: padded
   units output 0 and their weights are multiplied by 0 in the forward pass, so
   they get zero gradients and no penalty; their function is exactly the
   narrower network's (up to float summation order). Initialization is
@@ -24,23 +30,21 @@ One configuration (``train_and_score``, vmapped by ``query``):
 - Loss (scikit-learn's ``squared_error`` with an L1 term):
   ``0.5 mean((f(x) - y)^2) + (0.5 alpha ||W||_2^2 + l1 ||W||_1) / batch_size``
   over the weights (not biases), on standardized targets.
-- Optimizer: optax Adam (``b1 = beta_1``, ``b2 = 0.999``, ``eps = 1e-8``) or SGD
-  with Nesterov momentum, hyperparameters injected per configuration
-  (``optax.inject_hyperparams``); both are stepped and the solver's update is
-  selected, so one program serves every configuration.
+- Optimizer: ``solver``, one optax transformation that steps Adam (``b1 = beta_1``, ``b2 = 0.999``,
+  ``eps = 1e-8``) or SGD with Nesterov momentum per configuration, with one shared state.
 - Steps: ``max_iter`` is a number of optimizer steps (scikit-learn counts
   epochs; steps keep the cost independent of the data size). Each step draws
-  ``max_batch`` rows with replacement from ``fold_in(key, step)`` and weighs
-  the first ``batch_size`` of them; a ``while_loop`` over chunks of
-  ``chunk_steps`` scanned steps runs until the batch's longest configuration is
-  done, with updates masked after a configuration's own ``max_iter``.
+  ``max_batch`` rows with replacement (one threefry call per chunk of ``chunk_steps`` steps) and
+  weighs the first ``batch_size`` of them; a ``while_loop`` over chunks of scanned steps runs until
+  the segment's longest configuration is done, with updates masked after a configuration's own
+  ``max_iter``.
 - Failure: a non-finite training loss at any live step, or a non-finite
   validation/test prediction, scores ``-inf`` (never a crash, never a best).
 
 Seeds: configuration ``c`` of a query trains with ``fold_in(key, string_id(c))``:
 its score is a deterministic function of the query key and the configuration,
-independent of its batch position and batch mates. The runner gives each
-search step its own key (``nas.runner``), so re-evaluating a configuration at
+independent of its batch position and batch mates (up to the float summation order of the
+padding). The runner gives each search step its own key (``nas.runner``), so re-evaluating a configuration at
 another step draws another training seed (an honest noisy objective).
 """
 
@@ -234,7 +238,7 @@ class MLPTraining(Objective):
         module = PaddedMLP(width)
         k_init, k_data = jax.vmap(jax.random.split)(keys).swapaxes(0, 1)
         params, mask = jax.vmap(lambda k, h: self.init_params(module, k, h))(k_init, hp)
-        opt = solver(hp)
+        opt = solver()
         state = jax.vmap(opt.init)(params)
         live_steps = hp["max_iter"].astype(jnp.int32)
         weight = (jnp.arange(self.max_batch) < hp["batch_size"][:, None]) / hp["batch_size"][:, None]
@@ -367,14 +371,13 @@ def _score_rows_vmap(axis_size, in_batched, objective, keys, tokens):
     return tuple(x.reshape(axis_size, r) for x in out), (True, True, True)
 
 
-def solver(hp) -> optax.GradientTransformationExtraArgs:
+def solver() -> optax.GradientTransformationExtraArgs:
     """Adam or SGD with Nesterov momentum, chosen per configuration by ``hp["solver"]``, as one optax transformation
     with one state (count, first moment, second moment): an ``optax.adam`` step
     (``b1 = beta_1, b2 = 0.999, eps = 1e-8``, bias-corrected) or an ``optax.sgd(momentum, nesterov=True)`` step
     (trace ``t = g + momentum t``, update ``g + momentum t``), times ``-learning_rate_init``; the same numbers as
     stepping both optax optimizers and selecting, at half the state and work. ``update`` takes ``hp`` (one
     configuration's values) as an extra argument so that it can be vmapped."""
-    del hp
     b2, eps = 0.999, 1e-8
 
     def init(params):

@@ -6,7 +6,8 @@ For each workdir (one data set) and searcher (``history/<label>.npz``): validati
 incumbent (the best validation RMSE so far, ``nas.runner.incumbent_curve``) after 30 / 70 / 100
 evaluations, mean +- standard error over trials; the failed-evaluation rate (scores of ``-inf``: diverged
 training); wall minutes (``elapsed_s`` of the searcher's last chunk in ``metrics.jsonl``, compiles
-included). Prints one markdown table per data set and draws the mean test-RMSE curves (+- s.e. bands).
+included). Prints one markdown table per data set and draws the mean validation- and test-RMSE curves
+(+- s.e. bands) from 10 evaluations on.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def main(argv):
                 f"| {NAMES[label]} | {len(score)} | {mean_se(val[:, at[-1] - 1])} | {row} | {failed:.1f}% "
                 f"| {minutes.get(label, float('nan')):.1f} |"
             )
-            curves[label] = test
+            curves[label] = (val, test)
         panels.append((bench, curves))
     if _OUT.value and panels:
         import matplotlib
@@ -91,20 +92,25 @@ def main(argv):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
-        for ax, (bench, curves) in zip(axes[0], panels):
-            for label, test in curves.items():
-                q = np.arange(1, test.shape[1] + 1)
-                finite = np.where(np.isfinite(test), test, np.nan)
-                m = np.nanmean(finite, 0)
-                se = np.nanstd(finite, 0, ddof=1) / np.sqrt(np.sum(np.isfinite(finite), 0))
-                ax.plot(q, m, label=f"{NAMES[label]} ({len(test)} trials)")
-                ax.fill_between(q, m - se, m + se, alpha=0.2)
-            ax.set_xlabel("evaluations")
-            ax.set_ylabel("test RMSE of the incumbent (mean +- s.e.)")
-            ax.set_title(bench)
-            ax.set_xlim(5, None)
-            ax.legend(fontsize=8)
+        fig, axes = plt.subplots(2, len(panels), figsize=(6 * len(panels), 8), squeeze=False)
+        for col, (bench, curves) in enumerate(panels):
+            for row, split in enumerate(("validation", "test")):
+                ax, lows, highs = axes[row][col], [], []
+                for label, pair in curves.items():
+                    x = np.where(np.isfinite(pair[row]), pair[row], np.nan)
+                    q = np.arange(1, x.shape[1] + 1)
+                    m = np.nanmean(x, 0)
+                    se = np.nanstd(x, 0, ddof=1) / np.sqrt(np.sum(np.isfinite(x), 0))
+                    ax.plot(q, m, label=f"{NAMES[label]} ({len(x)} trials)")
+                    ax.fill_between(q, m - se, m + se, alpha=0.2)
+                    lows.append(np.nanmin((m - se)[9:]))
+                    highs.append(np.nanmax((m + se)[9:]))
+                ax.set_xlim(10, None)
+                ax.set_ylim(min(lows) * 0.97, max(highs) * 1.03)
+                ax.set_xlabel("evaluations")
+                ax.set_ylabel(f"{split} RMSE of the incumbent")
+                ax.set_title(f"{bench}: {split} RMSE (mean +- s.e.)")
+                ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(_OUT.value, dpi=120)
         print(f"\nwrote {_OUT.value}")

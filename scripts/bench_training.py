@@ -1,15 +1,17 @@
 """Speed of the MLP-training objective: B configurations trained in one vmapped program vs one at a time.
 
     python -m scripts.bench_training [--dataset=diabetes] [--batch=64] [--sklearn_configs=16] [--reps=3] \
-        [--max_iter=200]
+        [--max_iter=200] [--segment_size=0]
 
 ``--batch`` configurations are drawn from the Section VIII space (``spaces.hpo.mlp_space``, seed
 ``--seed``) and trained on ``mlp/<dataset>`` (``spaces.benchmarks.mlp_training``) three ways:
 
-- vmapped: ``jax.jit(objective.query)`` on the whole ``tokens[B, N]`` (one program trains all B;
-  its loop runs until the batch's longest ``max_iter``, shorter configurations masked; with
-  ``--max_iter=k`` every configuration trains k steps, so no step is masked);
-- one at a time: the same jitted query on ``tokens[1, N]``, B calls (each runs its own ``max_iter``);
+- vmapped: ``jax.jit(objective.query)`` on the whole ``tokens[B, N]`` (one program trains all B,
+  sorted by ``max_iter`` and width into segments of ``--segment_size`` rows, each run to its own
+  longest ``max_iter`` at its own widest width; with ``--max_iter=k`` every configuration trains k
+  steps);
+- one at a time: the same jitted query on ``tokens[1, N]``, B calls (each runs its own ``max_iter`` at
+  its own width);
 - scikit-learn: ``MLPRegressor`` with the same width, activation, solver, learning rate, momentum /
   beta_1, L2 penalty and batch size, on the same standardized fit data, for as many epochs as give
   the same number of rows (``ceil(max_iter * batch_size / n)``; ``tol=0``, no early stopping); it
@@ -38,6 +40,7 @@ _BATCH = flags.DEFINE_integer("batch", 64, "Configurations trained (B).")
 _SKLEARN = flags.DEFINE_integer("sklearn_configs", 16, "Configurations timed with scikit-learn (0 = skip).")
 _REPS = flags.DEFINE_integer("reps", 3, "Timed calls of the vmapped program (median).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the sampled configurations and the training key.")
+_SEGMENT = flags.DEFINE_integer("segment_size", 0, "Rows per sorted segment of the vmapped program (0: auto).")
 _MAX_ITER = flags.DEFINE_integer(
     "max_iter", 0, "0: each configuration's sampled max_iter; else every configuration trains this many steps."
 )
@@ -100,7 +103,7 @@ def main(argv):
     del argv
     from spaces.benchmarks.registry import make_benchmark
 
-    objective = make_benchmark(f"mlp/{_DATASET.value}")
+    objective = make_benchmark(f"mlp/{_DATASET.value}").replace(segment_size=_SEGMENT.value)
     space = objective.space
     key = jax.random.PRNGKey(_SEED.value)
     tokens = jax.jit(jax.vmap(space.sample))(jax.random.split(key, _BATCH.value))

@@ -69,21 +69,38 @@ def test_batch_equals_alone_beats_trivial_and_divergence_fails(diabetes):
 
 
 def test_padding_keeps_the_function():
-    """A width-8 network inside a 128-wide padded layer computes what an 8-wide layer computes."""
+    """Width-8 networks trained inside a 128-wide padded layer compute what 8-wide layers compute."""
     data = uci.load_diabetes(split=1)
-    hps = [categorical("activation", ["tanh", "relu"]), categorical("solver", ["adam"])]
-    narrow = MLPTraining.build(data, HPOSpace("n", [*hps, grid("hidden_layer_size", [4, 8])]), "n", max_iter=60)
-    wide = MLPTraining.build(data, HPOSpace("w", [*hps, grid("hidden_layer_size", [8, 128])]), "w", max_iter=60)
-    assert (narrow.max_width, wide.max_width) == (8, 128)
+    hps = [categorical("activation", ["tanh", "relu"]), categorical("solver", ["adam", "sgd"])]
+    obj = MLPTraining.build(data, HPOSpace("w", [*hps, grid("hidden_layer_size", [8, 128])]), "w", max_iter=60)
+    assert obj.width_grid() == (8, 128)
+    tokens = jnp.asarray([[0, 0, 0], [1, 1, 0]])  # tanh + adam and relu + sgd, width 8
+    hp = decode(obj.space, tokens, obj.fixed)
+    np.testing.assert_array_equal(hp["hidden_layer_size"], [8, 8])
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    out = []
-    for obj, width_token in ((narrow, 1), (wide, 0)):
-        tokens = jnp.asarray([[0, 0, width_token], [1, 0, width_token]])  # tanh and relu, width 8
-        hp = decode(obj.space, tokens, obj.fixed)
-        np.testing.assert_array_equal(hp["hidden_layer_size"], [8, 8])
-        out.append(jax.tree.map(np.asarray, jax.jit(jax.vmap(obj.train_and_score))(keys, hp)))
+    out = [
+        jax.tree.map(np.asarray, jax.jit(lambda k, h, w=w: obj.train_segment(w, k, h, jnp.int32(60)))(keys, hp))
+        for w in (8, 128)
+    ]
+    assert np.all(out[0][2]) and np.all(np.isfinite(out[0][0]))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+def test_vmap_over_queries_is_one_sorted_batch():
+    """Under vmap (the runner's seeds) each query's scores are what it gets alone (custom_vmap pools the rows)."""
+    hps = [categorical("activation", ["tanh", "relu"]), categorical("solver", ["adam", "sgd"])]
+    space = HPOSpace("v", [*hps, grid("hidden_layer_size", [8, 16]), grid("max_iter", [20, 40])])
+    obj = MLPTraining.build(uci.load_diabetes(split=2), space, "v")
+    tokens = jnp.asarray([[0, 0, 0, 1], [1, 1, 1, 0], [1, 0, 0, 0]])
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    pair = jnp.stack([tokens, tokens[::-1]])
+    both = jax.tree.map(np.asarray, jax.jit(jax.vmap(obj.query))(keys, pair))
+    for i in range(2):
+        alone = jax.tree.map(np.asarray, jax.jit(obj.query)(keys[i], pair[i]))
+        for k in ("valid", "test", "cost"):
+            np.testing.assert_allclose(both[k][i], alone[k], rtol=1e-4)
+    assert np.all(np.isfinite(both["valid"])) and not np.allclose(both["valid"][0], both["valid"][1][::-1])
 
 
 def test_build_rejects_unknown_hyperparameters():

@@ -56,7 +56,8 @@ np.savez(sys.argv[2], gp=np.asarray(h.tokens), gp_v=np.asarray(h.score))
 
 def _run_on(script, tmp_path, counts):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)  # the scripts set the device count themselves
+    # the scripts set the device count themselves; the suite's optimization level stays
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     out = {}
     for n in counts:
         path = str(tmp_path / f"h{n}.npz")

@@ -19,35 +19,25 @@ BANANAS (its ensemble of 5 MLPs, path-free one-hot encoding of the flattened tok
 
 import ml_collections
 
+from configs import language_search
 from nas.experiment_config import searcher_configs
 
 BATCH = 4
 
 
 def get_config(arg=None):
-    config = ml_collections.ConfigDict()
-    config.task = arg or "genetic_digits"
+    config = language_search.get_config(arg or "genetic_digits")
     config.train = ml_collections.ConfigDict({"max_group": BATCH, "min_group": BATCH})
     config.num_trials = 3
     config.max_queries = 32
-    config.seed = 0
-    config.report_every = 8
-    config.only = ""
     config.searchers = searcher_configs(**SEARCHERS)
     return config
 
 
 SEARCHERS = {
-    "random": {"name": "random_search", "batch_size": BATCH},
-    "evolution": {
-        "name": "regularized_evolution",
-        "batch_size": BATCH,
-        "population_size": 100,
-        "tournament_size": 25,
-        "num_init": 8,
-    },
-    "smbo": {"name": "smbo_linear", "batch_size": BATCH, "num_candidates": 512, "random_prob": 0.1},
-    "mcts": {"name": "mcts", "batch_size": BATCH, "exploration": 0.33},
+    **language_search.SEARCHERS,
+    **{name: {**entry, "batch_size": BATCH} for name, entry in language_search.SEARCHERS.items()},
     "bananas": {"name": "bananas", "batch_size": BATCH, "num_init": 8},
     "remaade": {"name": "remaade", "batch_size": BATCH},
 }
+SEARCHERS["evolution"] = {**SEARCHERS["evolution"], "num_init": 8}

@@ -27,6 +27,7 @@ import numpy as np
 from absl import app, flags
 
 from nas.devices import seed_mesh_size, shard_keys, use_cpu_cores
+from scripts.compile_stats import CompileStats
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["bananas", "gp_bo"], "searchers to time")
 _SEEDS = flags.DEFINE_integer("seeds", 100, "seeds (trials) per run, vmapped")
@@ -38,27 +39,6 @@ _REPEATS = flags.DEFINE_integer("repeats", 2, "runs per searcher, new seeds each
 _EPOCHS = flags.DEFINE_integer("epochs", 0, "override BANANAS' MLP epochs (0 = searcher default)")
 _OPTIONS = flags.DEFINE_string("options", "{}", "JSON options passed to every searcher")
 _CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 0, "CPU devices to split the seeds over (0 = one per core)")
-
-
-class CompileStats:
-    """XLA compilations (count, seconds) and persistent-cache hits, from jax's monitoring events."""
-
-    def __init__(self):
-        self.count, self.seconds, self.cache_hits = 0, 0.0, 0
-        jax.monitoring.register_event_duration_secs_listener(self._duration)
-        jax.monitoring.register_event_listener(self._event)
-
-    def _duration(self, event, secs, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
-            self.count += 1
-            self.seconds += secs
-
-    def _event(self, event, **_):
-        if event == "/jax/compilation_cache/cache_hits":
-            self.cache_hits += 1
-
-    def snapshot(self):
-        return self.count, self.seconds, self.cache_hits
 
 
 def _peak_mb() -> float:

@@ -33,6 +33,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from nas.devices import use_cpu_cores
+from scripts.compile_stats import CompileStats
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", "configs/nb201_tnas.py:cifar10", "TNAS config (configs/<suite>_tnas.py:<target>)."
@@ -46,27 +47,6 @@ _TEST_CSV = flags.DEFINE_string("test_csv", "", "NB201 test CSV (reports the inc
 _SEED = flags.DEFINE_integer("seed", 0, "PRNG seed of the first meta-test run (run r uses seed + r)")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Meta-test progress bar on stderr.")
 _CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 1, "CPU devices (TNAS does not split seeds over devices)")
-
-
-class CompileStats:
-    """XLA compilations (count, seconds) and persistent-cache hits, from jax's monitoring events."""
-
-    def __init__(self):
-        self.count, self.seconds, self.cache_hits = 0, 0.0, 0
-        jax.monitoring.register_event_duration_secs_listener(self._duration)
-        jax.monitoring.register_event_listener(self._event)
-
-    def _duration(self, event, secs, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
-            self.count += 1
-            self.seconds += secs
-
-    def _event(self, event, **_):
-        if event == "/jax/compilation_cache/cache_hits":
-            self.cache_hits += 1
-
-    def snapshot(self):
-        return self.count, self.seconds, self.cache_hits
 
 
 class Timer:

@@ -31,6 +31,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 
 from nas import checkpoint
+from nas.compiler_memory import trim_after_compiles
 from nas.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
 from nas.runner import History, init_state, last_batch_rows, run_steps
 from nas.searcher import Searcher
@@ -45,6 +46,7 @@ def compiled(searcher: Searcher, what: str, length: int, make: Callable[[], Call
     Searchers compare by class, space and options (``nas.searcher``), so a new
     searcher object with the same options reuses the compiled program.
     """
+    trim_after_compiles()  # the compiler's freed heap does not add to the run's peak memory
     key = (searcher, what, length)
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
@@ -104,7 +106,10 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
         def one(key, state, objective):
             return run_steps(searcher, objective, key, state, length, rows)
 
-        return jax.jit(jax.vmap(one, in_axes=(0, 0, None)), compiler_options=searcher.compiler_options())
+        # the state is donated: a chunk updates it in place (one copy of the run state in memory, not two)
+        return jax.jit(
+            jax.vmap(one, in_axes=(0, 0, None)), donate_argnums=1, compiler_options=searcher.compiler_options()
+        )
 
     return compiled(searcher, f"chunk{rows or ''}", length, make)
 
@@ -206,6 +211,7 @@ def run_chunked(
             host_state = gather_seeds(state)  # every process takes part; process 0 writes
             if is_lead():
                 checkpoint.save(ckpt_path, host_state, fprint)
+            del host_state  # not held while the next chunk runs
         if progress and is_lead():
             show_progress(label or searcher.registry_name, c + 1, num_chunks, queries, time.perf_counter() - t0)
     history = state.history.first(searcher.max_queries)

@@ -37,6 +37,7 @@ def run_one(name: str, kwargs: dict) -> dict:
     import jax
     import numpy as np
 
+    from nas.compiler_memory import trim_after_compiles
     from nas.devices import shard_keys, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
@@ -44,6 +45,7 @@ def run_one(name: str, kwargs: dict) -> dict:
     from nas.searcher import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
+    trim_after_compiles()  # as the host loop does
     bench = make_benchmark(_BENCH.value)
     s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **kwargs)
     keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(0), _SEEDS.value))

@@ -37,21 +37,48 @@ flags.DEFINE_integer("epochs", 5, "training epochs per architecture (the paper: 
 flags.DEFINE_integer("batch", 16, "architectures per trainer call")
 flags.DEFINE_integer("seed", 0, "sampling and training seed")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam's step size (the paper: 0.001)")
+flags.DEFINE_integer(
+    "xla_optimization_level", 0, "XLA backend optimization level of the training programs (-1: XLA's default)"
+)
 flags.DEFINE_string("out", "docs/figures/language_figure8.json", "results (JSON)")
 flags.DEFINE_string("figure", "docs/figures/language_figure8.png", "figure (PNG); empty: none")
 flags.DEFINE_bool("plot_only", False, "only redraw --figure from --out")
 
 
-def characterize(name: str, num_samples: int, epochs: int, batch: int, seed: int, lr: float, sink) -> dict:
-    """Trains ``num_samples`` uniform samples of space ``name``; ``sink(partial)`` after each batch."""
+def characterize(
+    name: str,
+    num_samples: int,
+    epochs: int,
+    batch: int,
+    seed: int,
+    lr: float,
+    sink,
+    level: int | None = None,
+    done: dict | None = None,
+) -> dict:
+    """Trains ``num_samples`` uniform samples of space ``name``; ``sink(partial)`` after each batch.
+
+    ``done``: the partial result of a stopped run with the same settings; its samples are kept and the
+    run continues with the next ones (the samples are a function of ``seed``).
+    """
     flat = table1.table1_flat(name)
     data = load("digits")
-    trainer = Trainer(flat, data, TrainConfig(epochs=epochs, batch_size=64, learning_rate=lr), max_programs=8)
+    trainer = Trainer(
+        flat,
+        data,
+        TrainConfig(epochs=epochs, batch_size=64, learning_rate=lr, xla_optimization_level=level),
+        max_programs=8,
+    )
     keys = jax.random.split(jax.random.PRNGKey(seed), num_samples)
     tokens = np.asarray(jax.vmap(flat.sample)(keys))
     res = {"space": name, "epochs": epochs, "valid": [], "test": [], "train_s": [], "params": [], "specs": []}
+    before = {"programs_compiled": 0, "compile_s_total": 0.0, "train_s_total": 0.0, "wall_s": 0.0}
+    if done and done.get("epochs") == epochs and done.get("seed", seed) == seed:
+        res.update({k: list(done[k]) for k in ("valid", "test", "train_s", "params", "specs")})
+        before = {k: done.get(k, 0) for k in before}
+    res["seed"] = seed
     start = time.perf_counter()
-    for i in range(0, num_samples, batch):
+    for i in range(len(res["valid"]), num_samples, batch):
         rows = tokens[i : i + batch]
         r = trainer.evaluate(rows, np.full(len(rows), seed))
         res["valid"] += [float(v) for v in r["valid"]]
@@ -59,14 +86,14 @@ def characterize(name: str, num_samples: int, epochs: int, batch: int, seed: int
         res["train_s"] += [float(v) for v in r["cost"]]
         res["params"] += [int(v) for v in r["params"]]
         res["specs"] += [flat.to_spec(t)["values"] for t in rows]
-        res["programs_compiled"] = trainer.stats["programs_compiled"]
-        res["compile_s_total"] = trainer.stats["compile_s"]
-        res["train_s_total"] = trainer.stats["train_s"]
-        res["wall_s"] = time.perf_counter() - start
+        res["programs_compiled"] = before["programs_compiled"] + trainer.stats["programs_compiled"]
+        res["compile_s_total"] = before["compile_s_total"] + trainer.stats["compile_s"]
+        res["train_s_total"] = before["train_s_total"] + trainer.stats["train_s"]
+        res["wall_s"] = before["wall_s"] + time.perf_counter() - start
         sink(res)
         print(
-            f"{name}: {len(res['valid'])}/{num_samples} trained, {trainer.stats['programs_compiled']} programs, "
-            f"compile {trainer.stats['compile_s']:.0f}s, train {trainer.stats['train_s']:.0f}s",
+            f"{name}: {len(res['valid'])}/{num_samples} trained, {res['programs_compiled']} programs, "
+            f"compile {res['compile_s_total']:.0f}s, train {res['train_s_total']:.0f}s",
             flush=True,
         )
     return res
@@ -105,12 +132,14 @@ def main(argv):
         for name in FLAGS.spaces:
             if name in results and len(results[name]["valid"]) >= FLAGS.num_samples:
                 continue  # already trained (rerun with another --out to redo)
+            level = None if FLAGS.xla_optimization_level < 0 else FLAGS.xla_optimization_level
 
             def sink(res, name=name):
                 results[name] = res
                 write_text_atomic(FLAGS.out, json.dumps(results))
 
-            characterize(name, FLAGS.num_samples, FLAGS.epochs, FLAGS.batch, FLAGS.seed, FLAGS.learning_rate, sink)
+            args = (FLAGS.num_samples, FLAGS.epochs, FLAGS.batch, FLAGS.seed, FLAGS.learning_rate, sink, level)
+            characterize(name, *args, done=results.get(name))
     for name, r in results.items():
         v = np.asarray(r["valid"])
         ok = np.isfinite(v)

@@ -44,3 +44,33 @@ def test_chunks_compile_once_with_seeds_split_over_two_devices():
         assert c.get("jit(one)") == 1, (name, c)  # the chunk program (host_loop.chunk_program), once for 4 chunks
         assert c.get("jit(<lambda>)") == 1, (name, c)  # init_program
         # besides: jax's small `_multi_slice` helper that reads sharded arrays back to the host
+
+
+def test_chunks_update_the_state_in_place_and_release_compiler_memory(monkeypatch):
+    """The chunk program takes the run state donated (one copy in memory, not two), and every backend
+    compilation is followed by a release of the compiler's freed heap (``nas.compiler_memory``)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from nas import compiler_memory
+    from nas.host_loop import chunk_program, init_program
+    from nas.searcher import make_searcher
+    from spaces.benchmarks.registry import make_benchmark
+
+    assert isinstance(compiler_memory.release_freed_memory(), bool)  # the real call (glibc) or a no-op
+    released = []
+    monkeypatch.setattr(compiler_memory, "release_freed_memory", lambda: released.append(1) or True)
+    bench = make_benchmark("nb201/cifar10")
+    s = make_searcher("random_search", bench.space, max_queries=12)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    state = init_program(s)(keys)
+    new, _ = chunk_program(s, 2)(keys, state, bench)
+    assert state.step.is_deleted() and not new.step.is_deleted()
+    assert int(new.step[0]) == 2
+    # a program no cache holds (a random constant in it): one backend compilation, then a release
+    released.clear()
+    c = float(np.random.default_rng().uniform(1, 2))
+    jax.block_until_ready(jax.jit(lambda x: x * c + 1.0)(jnp.arange(3.0)))
+    if compiler_memory._malloc_trim() is not None:
+        assert released, "no release after compiling"

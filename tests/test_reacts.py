@@ -23,24 +23,31 @@ def _perturbed(params, seed, scale=0.5):
 
 
 def test_covariate_shift_weights_match_eq20():
+    """Two steps of the cached weights (new strings under earlier policies, all strings under the
+    current one) equal eq. 20 computed by hand from every policy's marginal."""
     s = make_searcher("reacts", nb201.SPACE, num_orders=2, **TINY)
     state = s.init(jax.random.PRNGKey(0))
     thetas = [_perturbed(state.params, i) for i in range(s.num_steps)]
     history = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *thetas)
-    tokens = jax.vmap(nb201.SPACE.sample)(jax.random.split(jax.random.PRNGKey(1), 7))
+    b = s.batch_size
+    batches = [jax.vmap(nb201.SPACE.sample)(jax.random.split(jax.random.PRNGKey(1 + t), b)) for t in range(2)]
+    buf = state.extra["tokens"]
+    cache = state.extra["log_marginals"]
     weights = jax.jit(s.shift_weights)
-    w0 = np.asarray(weights(history, tokens, state.orders, 0))
-    np.testing.assert_allclose(w0, 1.0, rtol=1e-5)  # one policy so far: no shift
-    w = np.asarray(weights(history, tokens, state.orders, 1))
+    buf = buf.at[:b].set(batches[0])
+    w0, cache = weights(cache, history, thetas[0], batches[0], buf, 0, state.orders, 0)
+    np.testing.assert_allclose(np.asarray(w0[:b]), 1.0, rtol=1e-5)  # one policy so far: no shift
+    buf = buf.at[b : 2 * b].set(batches[1])
+    w, cache = weights(cache, history, thetas[1], batches[1], buf, b, state.orders, 1)
     log_prob = jax.jit(s.policy.log_prob)
 
     def marginal(params, a):  # P(a) = (1/S) sum_z P(a | z), by hand
         return np.mean([np.exp(float(log_prob(params, a, z).sum())) for z in state.orders])
 
-    for j, a in enumerate(tokens):
+    for j, a in enumerate(np.concatenate(batches)):
         p0, p1 = marginal(thetas[0], a), marginal(thetas[1], a)
         np.testing.assert_allclose(w[j], 2 * p1 / (p0 + p1), rtol=1e-4)
-    assert np.all(w <= 2.0 + 1e-5) and np.std(w) > 1e-3
+    assert np.all(np.asarray(w[: 2 * b]) <= 2.0 + 1e-5) and np.std(np.asarray(w[: 2 * b])) > 1e-3
 
 
 def test_prefix_values_use_rollouts_from_the_prefix():

@@ -16,7 +16,7 @@ Training (``score_rows`` -> ``train_segment``):
   short or narrow configurations do not pay for long or wide batch mates. Under ``vmap`` (the
   runner's seeds) ``custom_vmap`` pools the rows of all queries into one sorted batch, so the switch
   index and the loop bound stay scalars.
-- Model: ``PaddedMLP`` (``flax.linen``), ``x -> act(x W1 + b1) W2 + b2`` with the
+- Model (``spaces.benchmarks.padded_mlp``): ``PaddedMLP`` (``flax.linen``), ``x -> act(x W1 + b1) W2 + b2`` with the
   hidden layer padded to the segment's width and a unit mask: padded
   units output 0 and their weights are multiplied by 0 in the forward pass, so
   they get zero gradients and no penalty; their function is exactly the
@@ -56,15 +56,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import linen as nn
 from flax import struct
 
 from spaces.benchmarks.objective import Objective
+from spaces.benchmarks.padded_mlp import ACTIVATIONS, SOLVERS, PaddedMLP, solver
 from spaces.benchmarks.uci import RegressionData
 from spaces.hpo import HPOSpace
 
-ACTIVATIONS = ("identity", "logistic", "tanh", "relu")
-SOLVERS = ("sgd", "adam")
 # scikit-learn MLPRegressor defaults, used for a hyperparameter the space does not have
 DEFAULTS = {
     "activation": "relu",
@@ -79,54 +77,6 @@ DEFAULTS = {
     "max_iter": 200,
 }
 CHOICES = {"activation": ACTIVATIONS, "solver": SOLVERS}
-
-
-def glorot_units(key, fan_in: int, num_units: int, fan_out, factor, shape_per_unit):
-    """Per-unit uniform(-b, b) draws, ``b = sqrt(factor / (fan_in + fan_out))``; unit ``j`` uses ``fold_in(key, j)``."""
-    bound = jnp.sqrt(factor / (fan_in + fan_out))
-    keys = jax.vmap(lambda j: jax.random.fold_in(key, j))(jnp.arange(num_units))
-    draw = jax.vmap(lambda k: jax.random.uniform(k, shape_per_unit, jnp.float32, -1.0, 1.0))(keys)
-    return draw * bound
-
-
-def activate(kind: jax.Array, z: jax.Array) -> jax.Array:
-    """``ACTIVATIONS[kind](z)`` as a select with ONE transcendental: tanh(z) = 2 logistic(2 z) - 1.
-
-    Under ``vmap`` a ``lax.switch`` on a batched index evaluates every branch; the sigmoid and tanh of a
-    [rows, width] layer then dominate a training step, and this form halves that.
-    """
-    is_tanh = kind == ACTIVATIONS.index("tanh")
-    s = jax.nn.sigmoid(jnp.where(is_tanh, 2.0, 1.0) * z)
-    smooth = jnp.where(is_tanh, 2.0 * s - 1.0, s)
-    return jnp.where(kind == ACTIVATIONS.index("relu"), jnp.maximum(z, 0.0), jnp.where(kind == 0, z, smooth))
-
-
-class PaddedMLP(nn.Module):
-    """One hidden layer of ``max_width`` units of which the first ``width`` are real (``unit_mask``)."""
-
-    max_width: int
-
-    @nn.compact
-    def __call__(self, x, unit_mask, activation, width=None, factor=None):
-        f, w = x.shape[-1], self.max_width
-        # init: scikit-learn's Glorot bounds with the configuration's true width (width/factor are only read at
-        # init; flax also evaluates the initializers' shapes at apply, hence the placeholders)
-        width = w if width is None else width
-        factor = 6.0 if factor is None else factor
-        w1 = self.param("w1", lambda k: glorot_units(k, f, w, width, factor, (f,)).T)
-        b1 = self.param("b1", lambda k: glorot_units(k, f, w, width, factor, ()))
-        w2 = self.param("w2", lambda k: glorot_units(k, width, w, 1, factor, (1,)))
-        b2 = self.param("b2", lambda k: glorot_units(k, width, 1, 1, factor, ()))
-        m = unit_mask.astype(x.dtype)
-        z = x @ (w1 * m) + b1 * m
-        h = activate(activation, z) * m
-        return h @ (w2 * m[:, None]) + b2
-
-    @staticmethod
-    def masked_weights(params, unit_mask):
-        """The weights that exist for this width (what the penalties see)."""
-        m = unit_mask.astype(jnp.float32)
-        return params["w1"] * m, params["w2"] * m[:, None]
 
 
 def decode(space: HPOSpace, tokens: jax.Array, fixed: tuple = ()) -> dict[str, jax.Array]:
@@ -369,40 +319,6 @@ def _score_rows_vmap(axis_size, in_batched, objective, keys, tokens):
     r = tokens.shape[1]
     out = _score_rows(objective, keys.reshape(axis_size * r, *keys.shape[2:]), tokens.reshape(axis_size * r, -1))
     return tuple(x.reshape(axis_size, r) for x in out), (True, True, True)
-
-
-def solver() -> optax.GradientTransformationExtraArgs:
-    """Adam or SGD with Nesterov momentum, chosen per configuration by ``hp["solver"]``, as one optax transformation
-    with one state (count, first moment, second moment): an ``optax.adam`` step
-    (``b1 = beta_1, b2 = 0.999, eps = 1e-8``, bias-corrected) or an ``optax.sgd(momentum, nesterov=True)`` step
-    (trace ``t = g + momentum t``, update ``g + momentum t``), times ``-learning_rate_init``; the same numbers as
-    stepping both optax optimizers and selecting, at half the state and work. ``update`` takes ``hp`` (one
-    configuration's values) as an extra argument so that it can be vmapped."""
-    b2, eps = 0.999, 1e-8
-
-    def init(params):
-        zeros = jax.tree.map(jnp.zeros_like, params)
-        return (jnp.zeros((), jnp.int32), zeros, zeros)
-
-    def update(g, state, params=None, *, hp):
-        del params
-        count, mu, nu = state
-        is_adam = hp["solver"] == SOLVERS.index("adam")
-        decay = jnp.where(is_adam, hp["beta_1"], hp["momentum"])
-        scale = jnp.where(is_adam, 1.0 - hp["beta_1"], 1.0)
-        count = optax.safe_int32_increment(count)
-        mu = jax.tree.map(lambda m, x: decay * m + scale * x, mu, g)
-        nu = jax.tree.map(lambda v, x: b2 * v + (1.0 - b2) * x * x, nu, g)
-        c1 = 1.0 - hp["beta_1"] ** count.astype(jnp.float32)
-        c2 = 1.0 - b2 ** count.astype(jnp.float32)
-        lr = hp["learning_rate_init"]
-
-        def direction(m, v, x):
-            return jnp.where(is_adam, (m / c1) / (jnp.sqrt(v / c2) + eps), x + decay * m)
-
-        return jax.tree.map(lambda m, v, x: -lr * direction(m, v, x), mu, nu, g), (count, mu, nu)
-
-    return optax.GradientTransformationExtraArgs(init, update)
 
 
 DATASETS = ("diabetes", "boston", "naval")  # spaces.benchmarks.registry.MLP_DATASETS

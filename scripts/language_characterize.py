@@ -38,7 +38,7 @@ flags.DEFINE_integer("batch", 16, "architectures per trainer call")
 flags.DEFINE_integer("seed", 0, "sampling and training seed")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam's step size (the paper: 0.001)")
 flags.DEFINE_integer(
-    "xla_optimization_level", 0, "XLA backend optimization level of the training programs (-1: XLA's default)"
+    "xla_optimization_level", 1, "XLA backend optimization level of the training programs (-1: XLA's default)"
 )
 flags.DEFINE_string("out", "docs/figures/language_figure8.json", "results (JSON)")
 flags.DEFINE_string("figure", "docs/figures/language_figure8.png", "figure (PNG); empty: none")
@@ -59,7 +59,7 @@ def characterize(
     """Trains ``num_samples`` uniform samples of space ``name``; ``sink(partial)`` after each batch.
 
     ``done``: the partial result of a stopped run with the same settings; its samples are kept and the
-    run continues with the next ones (the samples are a function of ``seed``).
+    run continues with the next ones (the samples are a function of ``seed`` and ``num_samples``).
     """
     flat = table1.table1_flat(name)
     data = load("digits")
@@ -73,10 +73,11 @@ def characterize(
     tokens = np.asarray(jax.vmap(flat.sample)(keys))
     res = {"space": name, "epochs": epochs, "valid": [], "test": [], "train_s": [], "params": [], "specs": []}
     before = {"programs_compiled": 0, "compile_s_total": 0.0, "train_s_total": 0.0, "wall_s": 0.0}
-    if done and done.get("epochs") == epochs and done.get("seed", seed) == seed:
+    same = {"epochs": epochs, "seed": seed, "num_samples": num_samples, "learning_rate": lr}
+    if done and all(done.get(k) == v for k, v in same.items()):
         res.update({k: list(done[k]) for k in ("valid", "test", "train_s", "params", "specs")})
         before = {k: done.get(k, 0) for k in before}
-    res["seed"] = seed
+    res.update(same)
     start = time.perf_counter()
     for i in range(len(res["valid"]), num_samples, batch):
         rows = tokens[i : i + batch]

@@ -56,9 +56,10 @@ class TrainConfig:
         (``min_group = max_group``: one program per signature, at the price of padded rows).
     eval_batch: rows per forward pass when scoring a split.
     xla_optimization_level: XLA's backend optimization level for the training programs (None =
-        XLA's default). Every structural architecture compiles its own program; for brief
-        trainings of many architectures level 0 compiles ~4x faster (digits, Genetic space: 5 s
-        instead of 20 s) and the compile, not the training, dominates.
+        XLA's default). Every structural architecture compiles its own program, so for brief
+        trainings of many architectures the compile dominates. Measured on digits, Genetic space,
+        2 epochs, per architecture: default 10 s compile + 1.1 s training; level 1 4.8 s + 1.1 s
+        (same accuracies); level 0 3.7 s + 8.7 s (convolutions run unoptimized).
     """
 
     epochs: int = 3

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from spaces.files import write_bytes_atomic, write_text_atomic
+from spaces.files import save_figure, write_text_atomic
 
 
 def clean(x):
@@ -151,11 +151,8 @@ def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    save_figure(fig, path, dpi=fig.dpi)
     plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())
 
 
 def format_table(summary: dict, at=None) -> str:

@@ -18,6 +18,8 @@ import os
 import numpy as np
 from absl import app, flags
 
+from spaces.files import save_figure
+
 _WORKDIRS = flags.DEFINE_list("workdirs", [], "Workdirs of configs/hpo_mlp.py runs, one per data set.")
 _OUT = flags.DEFINE_string("out", "", "PNG of the anytime curves (empty: no figure).")
 _AT = flags.DEFINE_list("at", ["30", "70", "100"], "Evaluation counts of the table columns.")
@@ -111,8 +113,7 @@ def main(argv):
                 ax.set_ylabel(f"{split} RMSE of the incumbent")
                 ax.set_title(f"{bench}: {split} RMSE (mean +- s.e.)")
                 ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(_OUT.value, dpi=120)
+        save_figure(fig, _OUT.value, dpi=120)
         print(f"\nwrote {_OUT.value}")
 
 

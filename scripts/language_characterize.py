@@ -25,7 +25,7 @@ import jax
 import numpy as np
 from absl import app, flags
 
-from spaces.files import write_text_atomic
+from spaces.files import save_figure, write_text_atomic
 from spaces.language import table1
 from spaces.language.datasets import load
 from spaces.language.training import TrainConfig, Trainer
@@ -117,9 +117,7 @@ def plot(results: dict, path: str) -> None:
     axes[1].set(xscale="log", xlabel=f"training seconds ({epochs} epochs, CPU)", ylabel="validation accuracy")
     axes[0].legend(fontsize=8)
     fig.suptitle("Table 1 spaces on digits (8x8): sampled architectures (Negrinho et al. 2019, Figure 8)")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
 
 
 def main(argv):

@@ -21,6 +21,7 @@ import numpy as np
 from absl import app, flags
 
 from nas.host_search import incumbent_curves
+from spaces.files import save_figure
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("workdir", "", "workdir of scripts.language_search")
@@ -82,9 +83,7 @@ def plot(runs: dict[str, list[dict]], path: str) -> None:
     axes[1].set(xlabel="validation accuracy", ylabel="architectures (all trials)")
     axes[0].legend(fontsize=8)
     fig.suptitle("Searchers on the Genetic space, digits (Negrinho et al. 2019, Figure 9)")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
 
 
 def main(argv):

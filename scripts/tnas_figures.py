@@ -17,6 +17,8 @@ import os
 import numpy as np
 from absl import app, flags
 
+from spaces.files import save_figure
+
 _RUNS = flags.DEFINE_string("runs", None, "Comma-separated target:workdir[+workdir...] pairs.")
 _OUT = flags.DEFINE_string("out", "tnas.png", "Output PNG.")
 _AT = flags.DEFINE_string("at", "5,10,20,30,50,100", "Budgets of the printed tables.")
@@ -97,8 +99,7 @@ def main(argv):
         axes[-1].plot(np.arange(1, ranks.shape[1] + 1), ranks[i], label=m)
     axes[-1].set(title="mean rank over targets", xlabel="queries", ylabel="rank (1 = best)", xscale="log")
     axes[-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(_OUT.value, dpi=110)
+    save_figure(fig, _OUT.value)
     print(f"wrote {_OUT.value}\n")
     if _RANK_OUT.value:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -107,8 +108,7 @@ def main(argv):
         ax.set(title=f"{_SUITE.value}: mean rank over {len(runs)} targets", xlabel="queries",
                ylabel="mean rank (1 = best)", xscale="log")  # fmt: skip
         ax.legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        fig.savefig(_RANK_OUT.value, dpi=110)
+        save_figure(fig, _RANK_OUT.value)
         print(f"wrote {_RANK_OUT.value}\n")
     for target, r in runs.items():
         seeds = ", ".join(sorted({str(r[m].shape[0]) for m in methods}))

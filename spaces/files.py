@@ -47,6 +47,15 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     atomic_write(path, lambda f: f.write(data))
 
 
+def save_figure(fig, path: str | os.PathLike, dpi: int = 110) -> None:
+    """A matplotlib figure as a PNG at ``path``: laid out tight, its folder created, written atomically."""
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    write_bytes_atomic(path, buf.getvalue())
+
+
 def savez_atomic(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
     """``np.savez`` to ``path`` atomically (the name is kept as given, no ``.npz`` appended)."""
     buf = io.BytesIO()

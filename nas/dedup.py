@@ -201,8 +201,7 @@ def count_repeats(space: Space, tokens) -> int:
     """How many queries of a run repeat an earlier query of the same trial (``tokens[T, Q, N]``)."""
     tokens = np.asarray(tokens)
     if space.ids_are_grid_rows:  # ids are mixed-radix rows: numpy, no program to compile
-        radix = np.cumprod([1] + list(space.cardinalities[::-1]))[:-1][::-1]
-        ids = (tokens.astype(np.int64) * radix).sum(-1)
+        ids = (tokens.astype(np.int64) * space.grid_strides).sum(-1)
     else:
         ids = np.asarray(_string_ids(space)(jnp.asarray(tokens)))
     return int(sum(len(row) - len(set(row.tolist())) for row in ids))

@@ -33,6 +33,7 @@ from jax.sharding import NamedSharding
 from nas import checkpoint
 from nas.compiler_memory import trim_after_compiles
 from nas.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
+from nas.report import incumbent_indices
 from nas.runner import History, init_state, last_batch_rows, run_steps
 from nas.searcher import Searcher
 
@@ -125,8 +126,7 @@ def incumbent_stats(
     ``-inf``). With ``report`` also the mean reported metric of the incumbents.
     """
     score = np.asarray(score)
-    upto = np.where(np.arange(score.shape[1]) < queries, score, -np.inf)
-    idx = np.argmax(np.where(np.isnan(upto), -np.inf, upto), axis=1)  # argmax keeps the first of ties
+    idx = np.maximum(incumbent_indices(score)[:, queries - 1], 0)
     rows = np.arange(score.shape[0])
     inc = report_score[rows, idx]
     out = {"best_valid_mean": float(np.mean(score[rows, idx])), "incumbent_test_mean": float(np.mean(inc))}

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nas.ask_tell import Study
+from nas.report import incumbent_indices
 
 
 def run_host_search(
@@ -59,11 +60,5 @@ def run_host_search(
 def incumbent_curves(valid: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Best validation score so far and the test score of that incumbent, per query (f32[Q] each)."""
     valid = np.where(np.isfinite(valid), valid, -np.inf)
-    best = np.maximum.accumulate(valid)
-    idx = np.zeros(len(valid), np.int64)
-    cur = 0
-    for i in range(len(valid)):
-        if valid[i] > valid[cur]:
-            cur = i
-        idx[i] = cur
-    return best, np.asarray(test)[idx]
+    idx = np.maximum(incumbent_indices(valid), 0)  # query 0 while none is above -inf
+    return np.maximum.accumulate(valid), np.asarray(test)[idx]

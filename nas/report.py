@@ -43,16 +43,22 @@ def write_json(path: str, obj) -> None:
     write_text_atomic(path, json.dumps(clean(obj), indent=2, sort_keys=False) + "\n")
 
 
-def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
-    """f64[T, Q]: the report score of the best-score query among the first q + 1 (``nas.runner.incumbent_curve``,
-    in numpy: reports compile no programs). Ties keep the earlier query, a NaN never becomes the incumbent,
-    ``-inf`` while no score is above ``-inf``."""
+def incumbent_indices(score: np.ndarray) -> np.ndarray:
+    """int[..., Q]: the index of the best-score query among the first q + 1 (``nas.runner.incumbent_index``,
+    in numpy: host code compiles no programs). Ties keep the earlier query, a NaN never becomes the
+    incumbent, -1 while no score is above ``-inf``."""
     score = np.asarray(score)
     clean = np.where(np.isnan(score), -np.inf, score)
     prev_best = np.maximum.accumulate(clean, axis=-1)
     prev_best = np.concatenate([np.full(score.shape[:-1] + (1,), -np.inf, score.dtype), prev_best[..., :-1]], -1)
     t = np.arange(score.shape[-1])
-    idx = np.maximum.accumulate(np.where(clean > prev_best, t, -1), axis=-1)
+    return np.maximum.accumulate(np.where(clean > prev_best, t, -1), axis=-1)
+
+
+def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
+    """f64[T, Q]: the report score of the incumbent (``incumbent_indices``) among the first q + 1 queries
+    (``nas.runner.incumbent_curve``), ``-inf`` while no score is above ``-inf``."""
+    idx = incumbent_indices(score)
     rep = np.take_along_axis(np.asarray(report_score), np.maximum(idx, 0), axis=-1)
     return np.where(idx >= 0, rep, -np.inf).astype(np.float64)
 

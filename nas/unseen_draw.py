@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from nas.dedup import PAD, Seen, seen_insert
 from spaces.base import Space
@@ -37,9 +36,7 @@ def kth_unseen(seen: Seen, r: jax.Array) -> jax.Array:
 
 def decode(space: Space, grid_id: jax.Array) -> jax.Array:
     """int32[N]: the string whose grid row (``space.mixed_radix``) is ``grid_id``."""
-    radix = np.cumprod([1] + list(space.cardinalities[::-1]))[:-1][::-1]
-    card = jnp.asarray(space.cardinalities, jnp.int32)
-    return ((grid_id // jnp.asarray(radix, jnp.int32)) % card).astype(jnp.int32)
+    return space.tokens_at_grid_row(grid_id)
 
 
 def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.Array, jax.Array]:

@@ -35,9 +35,8 @@ def table_tokens(bench) -> tuple[np.ndarray, np.ndarray]:
     space = bench.space
     if bench.row_ids.shape[0] == 0:  # dense grid: row = mixed-radix id
         card = np.asarray(space.cardinalities)
-        radix = np.cumprod([1] + list(card[::-1]))[:-1][::-1]
         rows = np.arange(bench.size)
-        toks = (rows[:, None] // radix[None, :]) % card[None, :]
+        toks = (rows[:, None] // space.grid_strides[None, :]) % card[None, :]
     else:
         from spaces.nb101 import decode_code
 

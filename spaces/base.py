@@ -92,12 +92,21 @@ class Space:
         """``tokens`` with every inactive token set to 0: one string per configuration."""
         return jnp.where(self.active(tokens), tokens, 0).astype(tokens.dtype)
 
+    @property
+    def grid_strides(self) -> np.ndarray:
+        """int64[N]: each token's place value in the product grid's row index (the last token varies fastest)."""
+        return np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
+
+    def tokens_at_grid_row(self, grid_id: jax.Array) -> jax.Array:
+        """int32[N]: the string whose product-grid row (``mixed_radix``) is ``grid_id``."""
+        card = jnp.asarray(self.cardinalities, jnp.int32)
+        return ((grid_id // jnp.asarray(self.grid_strides, jnp.int32)) % card).astype(jnp.int32)
+
     def mixed_radix(self, tokens: jax.Array) -> jax.Array:
         """Row index of a string in the full product grid (int32)."""
-        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
         if self.size >= 2**31:
             raise ValueError(f"{self.name}: product grid too large for int32 ids")
-        return jnp.sum(tokens.astype(jnp.int32) * jnp.asarray(radix, jnp.int32))
+        return jnp.sum(tokens.astype(jnp.int32) * jnp.asarray(self.grid_strides, jnp.int32))
 
     def string_id(self, tokens: jax.Array) -> jax.Array:
         return jnp.where(self.is_valid(tokens), self.mixed_radix(self.canonical(tokens)), -1)
@@ -251,7 +260,7 @@ class CategoricalSpace(Space):
                 f"{self.MAX_CANONICAL_TABLE}); subclass Space and override canonical() instead"
             )
         grid = np.stack(np.unravel_index(np.arange(self.size), self.cardinalities), 1)
-        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
+        radix = self.grid_strides
         table = np.empty(self.size, np.int32)
         for i, row in enumerate(grid):
             canon = self.from_spec(canonical(self.to_spec(row)))
@@ -270,9 +279,7 @@ class CategoricalSpace(Space):
         if self._canonical_ids is None:
             return super().canonical(tokens)
         cid = jnp.asarray(self._canonical_ids)[self.mixed_radix(jnp.clip(tokens, 0, None))]
-        radix = np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
-        card = jnp.asarray(self.cardinalities, jnp.int32)
-        return ((cid // jnp.asarray(radix, jnp.int32)) % card).astype(tokens.dtype)
+        return self.tokens_at_grid_row(cid).astype(tokens.dtype)
 
     def to_spec(self, tokens):
         return {n: self.values[n][int(t)] for n, t in zip(self.token_names, np.asarray(tokens))}

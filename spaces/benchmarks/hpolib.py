@@ -70,8 +70,7 @@ def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> di
     card = np.asarray(space.cardinalities)
     if np.any(digits < 0) or np.any(digits >= card):
         raise DataError(f"{bench}/{task}: table keys outside the value lists {space.cardinalities}")
-    radix = np.cumprod([1] + list(card[::-1]))[:-1][::-1]
-    rows = digits @ radix
+    rows = digits @ space.grid_strides
     if len(keys) != space.size or len(np.unique(rows)) != space.size:
         raise DataError(f"{bench}/{task}: expected all {space.size} grid points once, got {len(keys)} keys")
     vals = np.asarray([table[k][metric] for k in keys], np.float64)  # [R, S]; ragged seeds would fail here

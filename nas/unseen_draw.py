@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nas.dedup import PAD, Seen, seen_insert
+from nas.dedup import PAD, Seen, fill_unique, seen_insert
 from spaces.base import Space
 
 
@@ -57,6 +57,19 @@ def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.A
             seen = seen_insert(seen, x)
     ids = jnp.stack(out)
     return jax.vmap(lambda i: decode(space, i))(ids), ids
+
+
+def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int = 16) -> jax.Array:
+    """tokens[n, N]: ``n`` new valid strings, each uniform over the strings not queried yet: exact integer
+    draws (``draw_unseen``) where string ids are grid rows, else rounds of ``pool`` uniform samples filtered
+    against ``seen`` (``nas.dedup.fill_unique``); the same distribution either way."""
+    if space.ids_are_grid_rows:
+        return draw_unseen(key, space, seen, n)[0]
+
+    def propose(k):
+        return jax.vmap(space.sample)(jax.random.split(k, pool))
+
+    return fill_unique(key, space, propose, seen, n, fallback_rounds=0)[0]  # the proposal is uniform already
 
 
 def draw_distinct_ids(key: jax.Array, size: int, n: int, max_rounds: int = 64) -> jax.Array:

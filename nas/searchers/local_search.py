@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import EMPTY, Seen, fill_unique, first_occurrence, pack_first, seen_add, seen_contains, seen_init
+from nas.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
-from nas.unseen_draw import draw_unseen
+from nas.unseen_draw import uniform_unseen
 
 INIT, CLIMB = 0, 1  # phases
 KIND_RANDOM, KIND_NEIGHBOR, KIND_FILLER = 0, 1, 2  # what each asked slot is
@@ -142,14 +142,8 @@ class LocalSearch(Searcher):
         )
         n_nbr = jnp.where(climbing, jnp.minimum(avail, b), 0)
 
-        def propose(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, 16))
-
         seen_n = seen_add(state.seen, jnp.where(jnp.arange(b) < n_nbr, nbr_ids, EMPTY))
-        if self.space.ids_are_grid_rows:  # one integer per string, no rejection loop (nas.unseen_draw)
-            rand, _ = draw_unseen(k_rand, self.space, seen_n, b)
-        else:
-            rand, _ = fill_unique(k_rand, self.space, propose, seen_n, b, fallback_rounds=0)  # uniform already
+        rand = uniform_unseen(k_rand, self.space, seen_n, b)
         slots = jnp.arange(b)
         is_nbr = slots < n_nbr
         tokens = jnp.where(is_nbr[:, None], nbrs, rand[jnp.clip(slots - n_nbr, 0, b - 1)])

@@ -41,7 +41,7 @@ from flax import struct
 
 from nas.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
 from nas.searcher import Searcher, SearcherOptions, positive, register
-from nas.unseen_draw import draw_unseen
+from nas.unseen_draw import uniform_unseen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,9 +117,6 @@ class RegularizedEvolution(Searcher):
         b, m = self.batch_size, self.options.mutants_per_round
         k_rand, k_child = jax.random.split(key)
 
-        def propose_random(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, 16))
-
         def propose_children(k):
             k_sel, k_mut = jax.random.split(k)
             parents = jax.vmap(lambda kk: self._tournament(kk, state))(jax.random.split(k_sel, b))  # [B, N]
@@ -128,10 +125,7 @@ class RegularizedEvolution(Searcher):
             kids = jax.vmap(lambda kr: jax.vmap(self.space.mutate)(kr, parents))(keys)  # [M, B, N]
             return kids.reshape(m * b, -1)
 
-        if self.space.ids_are_grid_rows:  # one integer per string, no rejection loop (nas.unseen_draw)
-            rand, _ = draw_unseen(k_rand, self.space, state.seen, b)
-        else:
-            rand, _ = fill_unique(k_rand, self.space, propose_random, state.seen, b, fallback_rounds=0)  # uniform
+        rand = uniform_unseen(k_rand, self.space, state.seen, b)
         is_init = state.num_told + jnp.arange(b) < self.num_init
         # children must also differ from the random strings a mixed batch queries
         rand_ids = jnp.where(is_init, jax.vmap(self.space.string_id)(rand), EMPTY)

@@ -17,7 +17,7 @@ import functools
 
 import jax
 
-_BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
 
 @functools.cache
@@ -43,7 +43,7 @@ def trim_after_compiles() -> None:
 
     def listener(event: str, duration: float, **_) -> None:
         del duration
-        if event == _BACKEND_COMPILE_EVENT:
+        if event == BACKEND_COMPILE_EVENT:
             release_freed_memory()
 
     jax.monitoring.register_event_duration_secs_listener(listener)

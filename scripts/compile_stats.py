@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import jax
 
+from nas.compiler_memory import BACKEND_COMPILE_EVENT
+
 
 class CompileStats:
     """XLA compilations (count, seconds) and persistent-cache hits, from jax's monitoring events."""
@@ -14,7 +16,7 @@ class CompileStats:
         jax.monitoring.register_event_listener(self._event)
 
     def _duration(self, event, secs, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
+        if event == BACKEND_COMPILE_EVENT:
             self.count += 1
             self.seconds += secs
 

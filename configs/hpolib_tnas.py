@@ -12,9 +12,7 @@ step. Scores are -log(validation MSE), the seed mean of the 4 seeds ("mean" prot
 split, so reports show validation MSE. Searchers as ``configs/nb201_tnas.py``.
 """
 
-from configs import default
-from configs.nb201_tnas import META_ROOT, comparison, meta_config, model_config
-from nas.experiment_config import searcher_configs
+from configs.nb201_tnas import META_ROOT, leave_one_out, model_config
 
 TARGETS = ("naval_propulsion", "parkinsons_telemonitoring", "protein_structure", "slice_localization")
 NUM_FEATURES = 34  # one-hot length: 2 + 2 + 4 + 3 + 3 + 6 + 2 + 6 + 6 values (spaces.benchmarks.hpolib)
@@ -22,14 +20,4 @@ NUM_FEATURES = 34  # one-hot length: 2 + 2 + 4 + 3 + 3 + 6 + 2 + 6 + 6 values (s
 
 def get_config(arg=None):
     target = arg or "protein_structure"
-    if target not in TARGETS:
-        raise ValueError(f"target {target!r}: choose one of {TARGETS}")
-    config = default.get_config()
-    config.benchmark = f"hpolib/{target}"
-    config.num_trials = 10
-    config.max_queries = 100
-    config.suite = ",".join(f"hpolib/{t}" for t in TARGETS)
-    config.meta = meta_config()
-    config.model = model_config("mlp", NUM_FEATURES)
-    config.searchers = searcher_configs(**comparison(f"{META_ROOT}/hpolib_{target}/tnas_params.npz"))
-    return config
+    return leave_one_out("hpolib", TARGETS, target, model_config("mlp", NUM_FEATURES), f"{META_ROOT}/hpolib_{target}")

@@ -35,8 +35,8 @@ TARGETS = ("cifar10", "cifar100", "imagenet16")
 META_ROOT = "/tmp/nasjax_tnas"  # meta_train --workdir default location used by the searcher entries
 
 
-def model_config(arch_encoder: str = "dag", num_features: int = 30) -> ml_collections.ConfigDict:
-    fields = dataclasses.asdict(DeepKernelConfig(arch_encoder=arch_encoder, num_features=num_features))
+def model_config(arch_encoder: str = "dag", num_features: int = 30, dag: str = "nb201") -> ml_collections.ConfigDict:
+    fields = dataclasses.asdict(DeepKernelConfig(arch_encoder=arch_encoder, num_features=num_features, dag=dag))
     fields["xi_hidden"] = list(fields["xi_hidden"])
     return ml_collections.ConfigDict(fields)
 
@@ -66,14 +66,7 @@ def get_config(arg=None):
         raise ValueError(f"target {target!r}: choose one of {TARGETS}")
     if variant not in ("", "no_phi"):
         raise ValueError(f"variant {variant!r}: the only variant is 'no_phi' (e.g. cifar10,no_phi)")
-    config = default.get_config()
-    config.benchmark = f"nb201/{target}"
-    config.num_trials = 10
-    config.max_queries = 100
-    config.suite = ",".join(f"nb201/{t}" for t in TARGETS)
-    config.meta = meta_config()
-    config.model = model_config()
-    config.searchers = searcher_configs(**comparison(f"{META_ROOT}/{target}/tnas_params.npz"))
+    config = leave_one_out("nb201", TARGETS, target, model_config(), f"{META_ROOT}/{target}")
     if variant == "no_phi":  # the dataset-encoder ablation "none": xi(psi(x)), meta-learned the same way
         config.model.use_dataset_encoder = False
         params = f"{META_ROOT}/{target}_no_phi/tnas_params.npz"
@@ -81,6 +74,23 @@ def get_config(arg=None):
             tnas_no_phi={"name": "tnas", "params_file": params},
             tnas_no_phi_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
         )
+    return config
+
+
+def leave_one_out(prefix: str, targets, target: str, model, meta_dir: str) -> ml_collections.ConfigDict:
+    """The config of one leave-one-out target of the suite ``<prefix>/<t> for t in targets``: meta-training
+    settings, the deep kernel ``model``, the comparison's searchers reading ``<meta_dir>/tnas_params.npz``;
+    10 seeds, 100 queries."""
+    if target not in targets:
+        raise ValueError(f"target {target!r}: choose one of {tuple(targets)}")
+    config = default.get_config()
+    config.benchmark = f"{prefix}/{target}"
+    config.num_trials = 10
+    config.max_queries = 100
+    config.suite = ",".join(f"{prefix}/{t}" for t in targets)
+    config.meta = meta_config()
+    config.model = model
+    config.searchers = searcher_configs(**comparison(f"{meta_dir}/tnas_params.npz"))
     return config
 
 

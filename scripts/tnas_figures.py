@@ -24,24 +24,30 @@ _OUT = flags.DEFINE_string("out", "tnas.png", "Output PNG.")
 _AT = flags.DEFINE_string("at", "5,10,20,30,50,100", "Budgets of the printed tables.")
 _SUITE = flags.DEFINE_string("suite", "nb201", "Benchmark prefix of the targets (figure titles).")
 _REPORT = flags.DEFINE_enum(
-    "report", "error", ["error", "log_mse"], "error: 100 - accuracy (%); log_mse: log10 MSE (score = -log MSE)."
+    "report",
+    "error",
+    ["error", "error_frac", "log_mse"],
+    "error: 100 - accuracy (%); error_frac: 100 (1 - accuracy fraction); log_mse: log10 MSE (score = -log MSE).",
 )
 _RANK_OUT = flags.DEFINE_string("rank_out", "", "Optional PNG of the mean-rank curves alone.")
 _ONLY = flags.DEFINE_list("only", [], "Methods to show (default: every method present on every target).")
 flags.mark_flag_as_required("runs")
 
 
-LABELS = {"error": "error of incumbent (%)", "log_mse": "log10 MSE of incumbent"}
+ERROR = "error of incumbent (%)"
+LABELS = {"error": ERROR, "error_frac": ERROR, "log_mse": "log10 MSE of incumbent"}
 
 
 def incumbent_error(score: np.ndarray, report: np.ndarray, kind: str = "error") -> np.ndarray:
     """The reported error of the best-by-validation query so far, f32[trials, T] (lower is better):
-    ``100 - accuracy`` or, for scores ``-log MSE``, ``log10 MSE``."""
+    ``100 - accuracy`` (%), ``100 (1 - accuracy)`` for fractions or, for scores ``-log MSE``, ``log10 MSE``."""
     from nas.runner import incumbent_curve
 
     _, rep = incumbent_curve(score, report)
     rep = np.asarray(rep, np.float64)
-    return 100.0 - rep if kind == "error" else -rep / np.log(10.0)
+    if kind == "log_mse":
+        return -rep / np.log(10.0)
+    return 100.0 * (1.0 - rep) if kind == "error_frac" else 100.0 - rep
 
 
 def load_runs(spec: str, kind: str = "error") -> dict[str, dict[str, np.ndarray]]:

@@ -23,6 +23,13 @@ nodes that write cell node ``i`` (or the input) and feeds those reading cell nod
 The DAG is fixed; only the node types depend on the string (``nb201_node_types``, jittable). It is built
 and checked (acyclic, one source, one sink, topological numbering) with networkx on the host.
 
+NAS-Bench-Graph cells (Qin et al., 2022) are op-on-node DAGs of their own: 6 nodes = input, the 4 computing
+nodes carrying their GNN op (``skip`` included), output; computing node ``i`` reads node ``link[i]`` (0 =
+the cell input) and the output reads every computing node that no other node reads (the package's leaves).
+The DAG depends on the string's link structure, one of 9 (``nasbench_graph_adjacencies``, built and checked
+with networkx): the encoder's input is the link index followed by the node types, and the encoder looks the
+adjacency up per string.
+
 **MLP encoder** (``MLPEncoder``): for flat hyperparameter spaces, an MLP on the one-hot encoding.
 """
 
@@ -36,11 +43,14 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
+from spaces.nasbench_graph import LINKS as NBGRAPH_LINKS
+from spaces.nasbench_graph import OPS as NBGRAPH_OPS
 from spaces.nb201 import EDGES as NB201_EDGES
 from spaces.nb201 import OPS as NB201_OPS
 
-NB201_INPUT, NB201_OUTPUT = 0, 1  # node type ids; op k has type 2 + k
+DAG_INPUT, DAG_OUTPUT = 0, 1  # node type ids of every cell family; op k has type 2 + k
 NB201_NUM_TYPES = 2 + len(NB201_OPS)
+NBGRAPH_NUM_TYPES = 2 + len(NBGRAPH_OPS)  # the 9 GNN ops (proteins' 5 are among them)
 
 
 def nb201_op_graph() -> nx.DiGraph:
@@ -82,10 +92,42 @@ def nb201_adjacency() -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(a) for a in row) for row in check_topological_dag(nb201_op_graph()))
 
 
+def _with_ends(ops: jax.Array) -> jax.Array:
+    """int32[V]: input, the op nodes (type ``2 + op``), output."""
+    end = functools.partial(jnp.array, dtype=jnp.int32)
+    return jnp.concatenate([end([DAG_INPUT]), 2 + ops.astype(jnp.int32), end([DAG_OUTPUT])])
+
+
 def nb201_node_types(tokens: jax.Array) -> jax.Array:
     """int32[8]: input, the 6 edge ops (type ``2 + op``), output. One string; callers vmap."""
-    ops = 2 + tokens.astype(jnp.int32)
-    return jnp.concatenate([jnp.array([NB201_INPUT], jnp.int32), ops, jnp.array([NB201_OUTPUT], jnp.int32)])
+    return _with_ends(tokens)
+
+
+def nasbench_graph_op_graph(link: tuple[int, ...]) -> nx.DiGraph:
+    """The op-on-node DAG of a NAS-Bench-Graph cell with link structure ``link`` (module docstring):
+    node 0 = input, 1..4 = the computing nodes, 5 = output."""
+    n = len(link)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n + 2))
+    g.add_edges_from((src, i) for i, src in enumerate(link, start=1))  # src 0 is the input, j computing node j
+    g.add_edges_from((i, n + 1) for i in range(1, n + 1) if i not in link)  # leaves feed the output
+    return g
+
+
+@functools.lru_cache(maxsize=1)
+def nasbench_graph_adjacencies() -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """The 9 link structures' DAG adjacencies (checked), indexed like ``spaces.nasbench_graph.LINKS``."""
+    return tuple(
+        tuple(tuple(int(a) for a in row) for row in check_topological_dag(nasbench_graph_op_graph(link)))
+        for link in NBGRAPH_LINKS
+    )
+
+
+def nasbench_graph_inputs(tokens: jax.Array, op_names: tuple[str, ...]) -> jax.Array:
+    """int32[7]: the link index, then input, the 4 nodes' ops as types over ``NBGRAPH_OPS``, output. Pass a
+    canonical string (``NBGraphSpace`` maps a string to its row's): equal networks get equal inputs."""
+    global_op = jnp.asarray([NBGRAPH_OPS.index(o) for o in op_names], jnp.int32)
+    return jnp.concatenate([tokens[:1].astype(jnp.int32), _with_ends(global_op[tokens[1:]])])
 
 
 class _GatedSumGRU(nn.Module):
@@ -95,14 +137,14 @@ class _GatedSumGRU(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, adjacency: jax.Array) -> jax.Array:
-        """x f32[M, V, T] node inputs, adjacency f32[V, V] (u -> v) -> hidden states f32[M, V, H]."""
+        """x f32[M, V, T] node inputs, adjacency f32[M, V, V] (u -> v) -> hidden states f32[M, V, H]."""
         m, v = x.shape[0], x.shape[1]
         gate, msg = nn.Dense(self.hidden, name="gate"), nn.Dense(self.hidden, use_bias=False, name="message")
         cell = nn.GRUCell(features=self.hidden, name="gru")
         states, gated = [], []  # gated[u] = sigmoid(W_g h_u) * W_m h_u, computed once per node
         for node in range(v):  # V is small and static: unrolled, each node sees all finished predecessors
             if states:
-                weight = adjacency[:node, node][None, :, None]
+                weight = adjacency[:, :node, node, None]
                 agg = jnp.sum(weight * jnp.stack(gated, axis=1), axis=1)
             else:
                 agg = jnp.zeros((m, self.hidden), x.dtype)
@@ -116,22 +158,26 @@ class DAGEncoder(nn.Module):
     """Bidirectional D-VAE encoder (module docstring): node types int32[M, V] -> f32[M, out_dim].
 
     ``adjacency`` (static, V x V, topological numbering) is the DAG of every string (NB201's op DAG);
-    ``call(types, adjacency=a)`` with a per-batch f32[V, V] overrides it (a relabelled DAG).
+    ``call(types, adjacency=a)`` with f32[V, V] (one DAG for the batch, e.g. relabelled) or f32[M, V, V]
+    (one per string: NAS-Bench-Graph's link structures) overrides it.
     """
 
-    adjacency: tuple[tuple[int, ...], ...]
+    adjacency: tuple[tuple[int, ...], ...] | None
     num_types: int
     hidden: int = 32
     out_dim: int = 16
 
     @nn.compact
     def __call__(self, node_types: jax.Array, adjacency: jax.Array | None = None) -> jax.Array:
-        adj = jnp.asarray(self.adjacency, jnp.float32) if adjacency is None else adjacency.astype(jnp.float32)
+        if adjacency is None and self.adjacency is None:
+            raise ValueError("DAGEncoder without a fixed adjacency needs the adjacency of every call")
+        adj = jnp.asarray(self.adjacency if adjacency is None else adjacency, jnp.float32)
+        m, v = node_types.shape
+        adj = jnp.broadcast_to(adj, (m, v, v))
         x = jax.nn.one_hot(node_types, self.num_types)
         fwd = _GatedSumGRU(self.hidden, name="forward")(x, adj)
-        v = x.shape[1]
         rev = jnp.arange(v - 1, -1, -1)  # reversed DAG: reversed numbering is a topological order of adj^T
-        bwd = _GatedSumGRU(self.hidden, name="backward")(x[:, rev], adj[rev][:, rev].T)
+        bwd = _GatedSumGRU(self.hidden, name="backward")(x[:, rev], jnp.swapaxes(adj[:, rev][:, :, rev], 1, 2))
         both = jnp.concatenate([fwd[:, v - 1], bwd[:, v - 1]], axis=-1)  # output node fwd, input node bwd
         return nn.Dense(self.out_dim, name="readout")(both)
 

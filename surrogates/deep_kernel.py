@@ -34,11 +34,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from surrogates import arch_encoders as ae
 from surrogates import linalg
-from surrogates.arch_encoders import NB201_NUM_TYPES, DAGEncoder, MLPEncoder, nb201_adjacency, nb201_node_types
 from surrogates.set_encoder import SetEncoder
 
 ARCH_ENCODERS = ("dag", "mlp")
+DAG_FAMILIES = ("nb201", "nasbench_graph")  # the cell spaces the DAG encoder reads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +47,8 @@ class DeepKernelConfig:
     """Static shape of the deep kernel (hashable: it is closed over by compiled code).
 
     Attributes:
-      arch_encoder: ``"dag"`` (NB201 op DAG, D-VAE encoder) or ``"mlp"`` (one-hot MLP).
+      arch_encoder: ``"dag"`` (op-on-node DAG, D-VAE encoder) or ``"mlp"`` (one-hot MLP).
+      dag: the DAG encoder's cells: ``"nb201"`` (one fixed DAG) or ``"nasbench_graph"`` (9 link structures).
       num_features: length of the one-hot encoding (MLP input and set-element features).
       hidden, arch_dim: psi's hidden width and output size L.
       use_dataset_encoder: include phi (False: ``xi(psi(x))``, the "no dataset encoder" ablation).
@@ -57,6 +59,7 @@ class DeepKernelConfig:
     """
 
     arch_encoder: str = "dag"
+    dag: str = "nb201"
     num_features: int = 30
     hidden: int = 32
     arch_dim: int = 16
@@ -74,16 +77,37 @@ class DeepKernelConfig:
     def __post_init__(self):
         if self.arch_encoder not in ARCH_ENCODERS:
             raise ValueError(f"arch_encoder must be one of {list(ARCH_ENCODERS)}, got {self.arch_encoder!r}")
+        if self.dag not in DAG_FAMILIES:
+            raise ValueError(f"dag must be one of {list(DAG_FAMILIES)}, got {self.dag!r}")
         object.__setattr__(self, "xi_hidden", tuple(int(h) for h in self.xi_hidden))
 
 
+def default_config(space) -> DeepKernelConfig:
+    """The deep kernel of a space without a meta-learned model: the DAG encoder for the cell spaces it reads
+    (NB201, NAS-Bench-Graph), the one-hot MLP otherwise."""
+    name, num_features = getattr(space, "name", ""), space.feature_dim("onehot")
+    if name == "nb201":
+        return DeepKernelConfig(arch_encoder="dag", dag="nb201", num_features=num_features)
+    if name.startswith("nasbench_graph"):
+        return DeepKernelConfig(arch_encoder="dag", dag="nasbench_graph", num_features=num_features)
+    return DeepKernelConfig(arch_encoder="mlp", num_features=num_features)
+
+
 def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
-    """psi's input for one string: NB201 node types (``"dag"``) or the one-hot encoding (``"mlp"``)."""
-    if cfg.arch_encoder == "dag":
-        if getattr(space, "name", "") != "nb201":
-            raise ValueError(f"the DAG encoder is implemented for NAS-Bench-201 cells only, not {space.name!r}")
-        return nb201_node_types(tokens)
-    return space.features(tokens, "onehot")
+    """psi's input for one string: node types (``"dag"``; NAS-Bench-Graph: its link index first, of the
+    string's canonical form) or the one-hot encoding (``"mlp"``)."""
+    if cfg.arch_encoder == "mlp":
+        return space.features(tokens, "onehot")
+    name = getattr(space, "name", "")
+    if not name.startswith(cfg.dag) or (cfg.dag == "nb201" and name != "nb201"):
+        raise ValueError(
+            f"the DAG encoder reads {list(DAG_FAMILIES)} cells; this model's is {cfg.dag!r}, the space {name!r}"
+        )
+    if cfg.dag == "nb201":
+        return ae.nb201_node_types(tokens)
+    row = space.string_id(tokens)
+    canon = jnp.where(row >= 0, jnp.asarray(space.canon)[jnp.maximum(row, 0)], tokens)
+    return ae.nasbench_graph_inputs(canon, space.op_names)
 
 
 class DeepKernelNet(nn.Module):
@@ -97,18 +121,23 @@ class DeepKernelNet(nn.Module):
 
     def setup(self):
         c = self.cfg
-        if c.arch_encoder == "dag":
-            self.psi = DAGEncoder(nb201_adjacency(), NB201_NUM_TYPES, c.hidden, c.arch_dim)
-        else:
-            self.psi = MLPEncoder(c.hidden, c.arch_dim)
+        if c.arch_encoder == "mlp":
+            self.psi = ae.MLPEncoder(c.hidden, c.arch_dim)
+        elif c.dag == "nb201":
+            self.psi = ae.DAGEncoder(ae.nb201_adjacency(), ae.NB201_NUM_TYPES, c.hidden, c.arch_dim)
+        else:  # one DAG per link structure: looked up per string in _psi
+            self.psi = ae.DAGEncoder(None, ae.NBGRAPH_NUM_TYPES, c.hidden, c.arch_dim)
         if c.use_dataset_encoder:
             self.phi = SetEncoder(c.set_dim, c.set_inducing, c.set_heads, c.set_blocks, c.set_dim_out)
         self.xi = [nn.Dense(h) for h in c.xi_hidden] + [nn.Dense(c.out_dim)]
 
     def __call__(self, arch_x, set_features, set_scores, set_mask):
-        return self.head(self.psi(arch_x), set_features, set_scores, set_mask)
+        return self.head(self.psi_only(arch_x), set_features, set_scores, set_mask)
 
     def psi_only(self, arch_x):
+        if self.cfg.arch_encoder == "dag" and self.cfg.dag == "nasbench_graph":
+            adjacency = jnp.asarray(ae.nasbench_graph_adjacencies(), jnp.float32)[arch_x[:, 0]]
+            return self.psi(arch_x[:, 1:], adjacency=adjacency)
         return self.psi(arch_x)
 
     def head(self, z, set_features, set_scores, set_mask):

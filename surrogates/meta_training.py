@@ -41,7 +41,9 @@ def source_tasks(suite: Sequence[str], target: str) -> list[str]:
 
 
 def all_strings(space, limit: int = 100_000) -> np.ndarray:
-    """int32[R, N]: every valid string of a small space, in string-id order (exhaustive acquisition)."""
+    """int32[R, N]: one string per configuration of a small space (the first valid string of each string id,
+    in id order; exhaustive acquisition). Spaces whose strings name each configuration once (NB201, the
+    tables of HPOLib and HPOBench) give all their strings; NAS-Bench-Graph gives one per table row."""
     if space.size > limit:
         raise ValueError(
             f"space {space.name!r} has {space.size:,} strings; TNAS scores every string (exhaustive acquisition) "
@@ -49,8 +51,11 @@ def all_strings(space, limit: int = 100_000) -> np.ndarray:
         )
     grids = np.meshgrid(*[np.arange(c) for c in space.cardinalities], indexing="ij")
     tokens = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int32)
+    ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
     ok = np.asarray(jax.vmap(space.is_valid)(jnp.asarray(tokens)))
-    return tokens[ok]
+    ids = np.where(ok, ids, -1)
+    uniq, first = np.unique(ids, return_index=True)
+    return tokens[first[uniq >= 0]]
 
 
 def build_meta_data(space, tables: Sequence, dk_cfg: DeepKernelConfig) -> tuple[MetaData, np.ndarray]:

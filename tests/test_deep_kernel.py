@@ -7,12 +7,16 @@ import numpy as np
 import optax
 import pytest
 
+from spaces.nasbench_graph import LINKS
 from spaces.nb201 import SPACE
 from surrogates import deep_kernel as dk
 from surrogates.arch_encoders import (
     NB201_NUM_TYPES,
+    NBGRAPH_NUM_TYPES,
     DAGEncoder,
     check_topological_dag,
+    nasbench_graph_adjacencies,
+    nasbench_graph_op_graph,
     nb201_adjacency,
     nb201_node_types,
     nb201_op_graph,
@@ -52,6 +56,41 @@ def test_dag_encoder_ignores_the_node_numbering_and_sees_the_ops():
     # a different op on one edge changes the encoding; rows are different strings
     other = types.at[:, 3].set(2 + (types[:, 3] - 1) % 5)
     assert np.min(np.abs(np.asarray(apply(params, other) - base)).max(axis=1)) > 1e-4
+
+
+def test_nasbench_graph_dags_follow_the_link_structures():
+    adjs = np.asarray(nasbench_graph_adjacencies())
+    assert adjs.shape == (9, 6, 6)
+    # [0,0,0,0]: four branches off the input, all leaves; [0,1,2,3]: a chain, only node 4 feeds the output
+    assert adjs[0, 0, 1:5].tolist() == [1, 1, 1, 1] and adjs[0, 1:5, 5].tolist() == [1, 1, 1, 1]
+    assert adjs[8, :, 5].tolist() == [0, 0, 0, 0, 1, 0] and adjs[8].sum() == 5
+    g = nasbench_graph_op_graph((0, 0, 1, 3))  # node 3 reads node 1, node 4 reads node 3: leaves 2 and 4
+    assert sorted(g.predecessors(5)) == [2, 4] and sorted(g.successors(1)) == [3]
+
+
+def test_dag_encoder_with_one_dag_per_string_ignores_the_numbering():
+    rng = np.random.default_rng(4)
+    links = rng.integers(0, 9, 16)
+    types = np.concatenate([np.zeros((16, 1)), 2 + rng.integers(0, 9, (16, 4)), np.ones((16, 1))], 1).astype(int)
+    adjs = np.asarray(nasbench_graph_adjacencies())[links]
+    enc = DAGEncoder(None, NBGRAPH_NUM_TYPES, hidden=16, out_dim=8)
+    params = enc.init(jax.random.PRNGKey(0), jnp.asarray(types), adjacency=jnp.asarray(adjs))
+    apply = jax.jit(enc.apply)
+    base = np.asarray(apply(params, jnp.asarray(types), adjacency=jnp.asarray(adjs)))
+    # every string renumbered by a random topological order of its own DAG: the same encodings
+    perm_types, perm_adjs = types.copy(), adjs.copy()
+    for i, link in enumerate(links):
+        orders = list(nx.all_topological_sorts(nasbench_graph_op_graph(tuple(int(x) for x in LINKS[link]))))
+        order = np.asarray(orders[rng.integers(len(orders))])
+        perm_types[i], perm_adjs[i] = types[i, order], adjs[i][np.ix_(order, order)]
+    out = apply(params, jnp.asarray(perm_types), adjacency=jnp.asarray(perm_adjs))
+    np.testing.assert_allclose(out, base, atol=2e-5)
+    # the same ops under another link structure are another network
+    other = np.asarray(nasbench_graph_adjacencies())[(links + 1) % 9]
+    moved = np.asarray(apply(params, jnp.asarray(types), adjacency=jnp.asarray(other)))
+    assert np.min(np.abs(moved - base).max(1)) > 1e-4
+    with pytest.raises(ValueError, match="needs the adjacency"):
+        enc.apply(params, jnp.asarray(types))
 
 
 def test_set_encoder_invariant_to_order_and_padding():

@@ -106,8 +106,7 @@ class TNAS(Searcher):
             if meta.get("space") != space.name:
                 raise ValueError(f"{o.params_file} was meta-trained on space {meta.get('space')!r}, not {space.name!r}")
         else:
-            enc = "dag" if space.name == "nb201" else "mlp"
-            cfg, w = dk.DeepKernelConfig(arch_encoder=enc, num_features=space.feature_dim("onehot")), None
+            cfg, w = dk.default_config(space), None
         kind = o.initial_design if o.initial_design != "auto" else ("top" if design is not None else "random")
         if kind == "top" and (design is None or len(design) < o.num_init):
             have = 0 if design is None else len(design)

@@ -6,8 +6,9 @@ imagenet16:/tmp/tnas_exp/imagenet16 --out=docs/figures/tnas_nb201.png
 Each run folder is a ``scripts.train`` workdir of ``configs/<suite>_tnas.py:<target>``. After ``t``
 queries the incumbent is the best by validation so far and the figure is its reported error (test error
 where the run was given test data). Ranks (1 = best) compare the methods' seed-mean errors on one target
-at one budget; the mean rank averages them over targets (the paper's presentation). Prints a markdown
-table of seed-mean error (+- standard error) at the ``--at`` budgets and of the mean ranks.
+at one budget; the mean rank averages them over targets (the paper's presentation). Prints markdown
+tables: per target, seed-mean error (+- standard error) at the ``--at`` budgets; per ``--summary_at``
+budget, methods x targets; the mean ranks at the ``--at`` budgets.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _REPORT = flags.DEFINE_enum(
 )
 _RANK_OUT = flags.DEFINE_string("rank_out", "", "Optional PNG of the mean-rank curves alone.")
 _ONLY = flags.DEFINE_list("only", [], "Methods to show (default: every method present on every target).")
+_REACH = flags.DEFINE_string("reach", "gp_bo:50", "method:budget: print how soon each method reaches its error.")
+_SUMMARY_AT = flags.DEFINE_list("summary_at", ["20", "100"], "Budgets of the method x target summary tables.")
 flags.mark_flag_as_required("runs")
 
 
@@ -80,6 +83,17 @@ def mean_ranks(runs, only=()) -> tuple[list[str], np.ndarray]:
     return methods, np.mean(ranks, axis=0)
 
 
+def queries_to_reach(r: dict[str, np.ndarray], ref: str, budget: int) -> dict[str, str]:
+    """Per method, the first query count at which its seed-mean error is at or below ``ref``'s after ``budget``
+    queries (``"> T"`` if never): "reaches a given quality in fewer queries"."""
+    goal = r[ref].mean(0)[budget - 1]
+    out = {}
+    for m, e in r.items():
+        hit = np.flatnonzero(e.mean(0) <= goal + 1e-9)
+        out[m] = str(hit[0] + 1) if hit.size else f"> {e.shape[1]}"
+    return out
+
+
 def main(argv):
     del argv
     import matplotlib
@@ -91,7 +105,13 @@ def main(argv):
     at = [int(a) for a in _AT.value.split(",")]
     methods, ranks = mean_ranks(runs, _ONLY.value)
     ylabel = LABELS[_REPORT.value]
-    fig, axes = plt.subplots(1, len(runs) + 1, figsize=(4.5 * (len(runs) + 1), 3.6))
+    panels = len(runs) + 1  # a target per panel, then the mean rank; at most 3 panels per row
+    cols = min(panels, 3)
+    rows = -(-panels // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.6 * rows), squeeze=False)
+    axes = grid.ravel()[:panels]
+    for ax in grid.ravel()[panels:]:
+        ax.axis("off")
     for ax, (target, r) in zip(axes, runs.items()):
         for m in methods:
             mean = r[m].mean(0)
@@ -126,6 +146,24 @@ def main(argv):
                 raise ValueError(f"{target}/{m} has {e.shape[1]} queries, fewer than --at={max(at)}")
             cells = [f"{e[:, a - 1].mean():.2f} +- {e[:, a - 1].std() / np.sqrt(e.shape[0]):.2f}" for a in at]
             print(f"| {m} | " + " | ".join(cells) + " |")
+        print()
+    for a in (int(x) for x in _SUMMARY_AT.value):
+        print(f"{ylabel} after {a} queries, mean +- s.e. over seeds\n")
+        print("| method | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
+        for m in methods:
+            cells = [
+                f"{r[m][:, a - 1].mean():.2f} +- {r[m][:, a - 1].std() / np.sqrt(r[m].shape[0]):.2f}"
+                for r in runs.values()
+            ]
+            print(f"| {m} | " + " | ".join(cells) + " |")
+        print()
+    if _REACH.value:
+        ref, budget = _REACH.value.split(":")
+        print(f"queries to reach the seed-mean error {ref} has after {budget} queries\n")
+        print("| method | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
+        reach = {t: queries_to_reach(r, ref, int(budget)) for t, r in runs.items()}
+        for m in methods:
+            print(f"| {m} | " + " | ".join(str(reach[t][m]) for t in runs) + " |")
         print()
     print("mean rank over targets\n\n| method | " + " | ".join(f"{a} q" for a in at) + " |\n|---|" + "---|" * len(at))
     for i, m in enumerate(methods):

@@ -125,7 +125,7 @@ class DeepKernelNet(nn.Module):
             self.psi = ae.MLPEncoder(c.hidden, c.arch_dim)
         elif c.dag == "nb201":
             self.psi = ae.DAGEncoder(ae.nb201_adjacency(), ae.NB201_NUM_TYPES, c.hidden, c.arch_dim)
-        else:  # one DAG per link structure: looked up per string in _psi
+        else:  # one DAG per link structure: looked up per string in psi_only
             self.psi = ae.DAGEncoder(None, ae.NBGRAPH_NUM_TYPES, c.hidden, c.arch_dim)
         if c.use_dataset_encoder:
             self.phi = SetEncoder(c.set_dim, c.set_inducing, c.set_heads, c.set_blocks, c.set_dim_out)

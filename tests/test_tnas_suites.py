@@ -129,7 +129,7 @@ def test_searcher_identity_keys_on_the_parameter_files_contents(tmp_path):
 
 
 def test_tnas_figures_errors_follow_the_validation_incumbent_and_rank_over_targets():
-    from scripts.tnas_figures import incumbent_error, mean_ranks
+    from scripts.tnas_figures import incumbent_error, mean_ranks, queries_to_reach
 
     score = np.asarray([[0.5, 0.9, 0.7]])  # validation: the incumbent changes at query 2 only
     report = np.asarray([[0.6, 0.8, 0.99]])
@@ -142,3 +142,6 @@ def test_tnas_figures_errors_follow_the_validation_incumbent_and_rank_over_targe
     methods, ranks = mean_ranks(runs)
     assert methods == ["a", "b"]  # c is not on every target
     np.testing.assert_allclose(ranks, [[1.0, 1.5], [2.0, 1.5]])
+    curves = {"ref": np.asarray([[3.0, 2.5, 2.0], [3.0, 2.5, 2.0]]), "fast": np.asarray([[2.0, 2.0, 1.0]] * 2)}
+    assert queries_to_reach(curves, "ref", 2) == {"ref": "2", "fast": "1"}
+    assert queries_to_reach({"ref": curves["ref"], "slow": np.full((1, 3), 9.0)}, "ref", 3)["slow"] == "> 3"

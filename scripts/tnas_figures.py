@@ -94,6 +94,20 @@ def queries_to_reach(r: dict[str, np.ndarray], ref: str, budget: int) -> dict[st
     return out
 
 
+def mean_se(e: np.ndarray, queries: int) -> str:
+    """``mean +- s.e.`` over seeds of the error after ``queries`` queries (``e``: f32[seeds, T])."""
+    col = e[:, queries - 1]
+    return f"{col.mean():.2f} +- {col.std() / np.sqrt(e.shape[0]):.2f}"
+
+
+def print_table(title: str, columns, rows: dict[str, list[str]]) -> None:
+    """A markdown table: ``title``, then one row per method with a cell per column."""
+    print(f"{title}\n\n| method | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns))
+    for m, cells in rows.items():
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main(argv):
     del argv
     import matplotlib
@@ -136,38 +150,24 @@ def main(argv):
         ax.legend(fontsize=7, ncol=2)
         save_figure(fig, _RANK_OUT.value)
         print(f"wrote {_RANK_OUT.value}\n")
+    budgets = [f"{a} q" for a in at]
     for target, r in runs.items():
+        short = [m for m in methods if r[m].shape[1] < max(at)]
+        if short:
+            raise ValueError(f"{target}/{short[0]} has {r[short[0]].shape[1]} queries, fewer than --at={max(at)}")
         seeds = ", ".join(sorted({str(r[m].shape[0]) for m in methods}))
-        print(f"{_SUITE.value}/{target}: {ylabel}, mean +- s.e. over seeds ({seeds})\n")
-        print("| method | " + " | ".join(f"{a} q" for a in at) + " |\n|---|" + "---|" * len(at))
-        for m in methods:
-            e = r[m]
-            if e.shape[1] < max(at):
-                raise ValueError(f"{target}/{m} has {e.shape[1]} queries, fewer than --at={max(at)}")
-            cells = [f"{e[:, a - 1].mean():.2f} +- {e[:, a - 1].std() / np.sqrt(e.shape[0]):.2f}" for a in at]
-            print(f"| {m} | " + " | ".join(cells) + " |")
-        print()
+        title = f"{_SUITE.value}/{target}: {ylabel}, mean +- s.e. over seeds ({seeds})"
+        print_table(title, budgets, {m: [mean_se(r[m], a) for a in at] for m in methods})
     for a in (int(x) for x in _SUMMARY_AT.value):
-        print(f"{ylabel} after {a} queries, mean +- s.e. over seeds\n")
-        print("| method | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
-        for m in methods:
-            cells = [
-                f"{r[m][:, a - 1].mean():.2f} +- {r[m][:, a - 1].std() / np.sqrt(r[m].shape[0]):.2f}"
-                for r in runs.values()
-            ]
-            print(f"| {m} | " + " | ".join(cells) + " |")
-        print()
+        title = f"{ylabel} after {a} queries, mean +- s.e. over seeds"
+        print_table(title, list(runs), {m: [mean_se(r[m], a) for r in runs.values()] for m in methods})
     if _REACH.value:
         ref, budget = _REACH.value.split(":")
-        print(f"queries to reach the seed-mean error {ref} has after {budget} queries\n")
-        print("| method | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs))
         reach = {t: queries_to_reach(r, ref, int(budget)) for t, r in runs.items()}
-        for m in methods:
-            print(f"| {m} | " + " | ".join(str(reach[t][m]) for t in runs) + " |")
-        print()
-    print("mean rank over targets\n\n| method | " + " | ".join(f"{a} q" for a in at) + " |\n|---|" + "---|" * len(at))
-    for i, m in enumerate(methods):
-        print(f"| {m} | " + " | ".join(f"{ranks[i, a - 1]:.2f}" for a in at) + " |")
+        title = f"queries to reach the seed-mean error {ref} has after {budget} queries"
+        print_table(title, list(runs), {m: [reach[t][m] for t in runs] for m in methods})
+    mean_rank_cells = {m: [f"{ranks[i, a - 1]:.2f}" for a in at] for i, m in enumerate(methods)}
+    print_table("mean rank over targets", budgets, mean_rank_cells)
 
 
 if __name__ == "__main__":

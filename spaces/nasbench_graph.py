@@ -106,11 +106,16 @@ class NBGraphSpace(Space):
         pick = jax.random.categorical(k_pick, jnp.where(ok, 0.0, -jnp.inf))
         return jnp.where(jnp.any(ok), nbrs[pick], self.sample(k_fallback))
 
+    def canonical_string(self, tokens: jax.Array) -> jax.Array:
+        """int32[N]: the canonical string of ``tokens``' table row (``tokens`` itself when it has none), so
+        equal networks get equal encodings."""
+        row = self.string_id(tokens)
+        return jnp.where(row >= 0, jnp.asarray(self.canon)[jnp.maximum(row, 0)], tokens)
+
     def features(self, tokens: jax.Array, kind: str = "onehot") -> jax.Array:
         if kind != "onehot":
             raise self._unknown_kind(kind)
-        row = self.string_id(tokens)
-        canon = jnp.where(row >= 0, jnp.asarray(self.canon)[jnp.maximum(row, 0)], tokens)
+        canon = self.canonical_string(tokens)
         return onehot_features(jnp.clip(canon, 0, jnp.asarray(self.cardinalities) - 1), self.cardinalities)
 
     def to_spec(self, tokens) -> dict:

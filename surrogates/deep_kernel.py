@@ -82,15 +82,21 @@ class DeepKernelConfig:
         object.__setattr__(self, "xi_hidden", tuple(int(h) for h in self.xi_hidden))
 
 
+def dag_family(space) -> str | None:
+    """The DAG encoder's cell family of ``space`` (one of ``DAG_FAMILIES``), None for other spaces."""
+    name = getattr(space, "name", "")
+    if name == "nb201":
+        return "nb201"
+    return "nasbench_graph" if name.startswith("nasbench_graph") else None
+
+
 def default_config(space) -> DeepKernelConfig:
     """The deep kernel of a space without a meta-learned model: the DAG encoder for the cell spaces it reads
     (NB201, NAS-Bench-Graph), the one-hot MLP otherwise."""
-    name, num_features = getattr(space, "name", ""), space.feature_dim("onehot")
-    if name == "nb201":
-        return DeepKernelConfig(arch_encoder="dag", dag="nb201", num_features=num_features)
-    if name.startswith("nasbench_graph"):
-        return DeepKernelConfig(arch_encoder="dag", dag="nasbench_graph", num_features=num_features)
-    return DeepKernelConfig(arch_encoder="mlp", num_features=num_features)
+    family, num_features = dag_family(space), space.feature_dim("onehot")
+    if family is None:
+        return DeepKernelConfig(arch_encoder="mlp", num_features=num_features)
+    return DeepKernelConfig(arch_encoder="dag", dag=family, num_features=num_features)
 
 
 def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
@@ -98,16 +104,14 @@ def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
     string's canonical form) or the one-hot encoding (``"mlp"``)."""
     if cfg.arch_encoder == "mlp":
         return space.features(tokens, "onehot")
-    name = getattr(space, "name", "")
-    if not name.startswith(cfg.dag) or (cfg.dag == "nb201" and name != "nb201"):
+    if dag_family(space) != cfg.dag:
         raise ValueError(
-            f"the DAG encoder reads {list(DAG_FAMILIES)} cells; this model's is {cfg.dag!r}, the space {name!r}"
+            f"the DAG encoder reads {list(DAG_FAMILIES)} cells; this model's is {cfg.dag!r}, "
+            f"the space {getattr(space, 'name', '')!r}"
         )
     if cfg.dag == "nb201":
         return ae.nb201_node_types(tokens)
-    row = space.string_id(tokens)
-    canon = jnp.where(row >= 0, jnp.asarray(space.canon)[jnp.maximum(row, 0)], tokens)
-    return ae.nasbench_graph_inputs(canon, space.op_names)
+    return ae.nasbench_graph_inputs(space.canonical_string(tokens), space.op_names)
 
 
 class DeepKernelNet(nn.Module):

@@ -51,9 +51,7 @@ def all_strings(space, limit: int = 100_000) -> np.ndarray:
         )
     grids = np.meshgrid(*[np.arange(c) for c in space.cardinalities], indexing="ij")
     tokens = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int32)
-    ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
-    ok = np.asarray(jax.vmap(space.is_valid)(jnp.asarray(tokens)))
-    ids = np.where(ok, ids, -1)
+    ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))  # -1: invalid (the Space contract)
     uniq, first = np.unique(ids, return_index=True)
     return tokens[first[uniq >= 0]]
 

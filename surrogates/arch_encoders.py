@@ -30,6 +30,12 @@ The DAG depends on the string's link structure, one of 9 (``nasbench_graph_adjac
 with networkx): the encoder's input is the link index followed by the node types, and the encoder looks the
 adjacency up per string.
 
+NAS-Bench-101 cells (Ying et al., 2019) are op-on-node DAGs already: 7 vertices = input, 5 interior vertices
+carrying conv3x3 / conv1x1 / maxpool3x3, output, numbered in a topological order (upper-triangular
+adjacency). The encoder reads the PRUNED cell (``spaces.nb101.prune``: vertices off every input-output path
+lose their edges and take the type "absent"), so strings that differ only in dangling parts get one
+encoding; its input is the 21 pruned edge bits followed by the 7 node types (``nb101_inputs``).
+
 **MLP encoder** (``MLPEncoder``): for flat hyperparameter spaces, an MLP on the one-hot encoding.
 """
 
@@ -43,6 +49,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
+from spaces import nb101
 from spaces.nasbench_graph import LINKS as NBGRAPH_LINKS
 from spaces.nasbench_graph import OPS as NBGRAPH_OPS
 from spaces.nb201 import EDGES as NB201_EDGES
@@ -51,6 +58,7 @@ from spaces.nb201 import OPS as NB201_OPS
 DAG_INPUT, DAG_OUTPUT = 0, 1  # node type ids of every cell family; op k has type 2 + k
 NB201_NUM_TYPES = 2 + len(NB201_OPS)
 NBGRAPH_NUM_TYPES = 2 + len(NBGRAPH_OPS)  # the 9 GNN ops (proteins' 5 are among them)
+NB101_NUM_TYPES = 2 + nb101.ABSENT + 1  # the 3 ops and "absent" (a pruned interior vertex)
 
 
 def nb201_op_graph() -> nx.DiGraph:
@@ -130,6 +138,21 @@ def nasbench_graph_inputs(tokens: jax.Array, op_names: tuple[str, ...]) -> jax.A
     return jnp.concatenate([tokens[:1].astype(jnp.int32), _with_ends(global_op[tokens[1:]])])
 
 
+def nb101_inputs(tokens: jax.Array) -> jax.Array:
+    """int32[21 + 7]: the pruned cell's edge bits (``spaces.nb101`` order), then input, the 5 interior
+    vertices' types (``2 + op``, ``2 + ABSENT`` when pruned), output. One string; callers vmap."""
+    keep, bits = nb101.prune(tokens)
+    ops = jnp.where(keep[1:6], tokens[nb101.NUM_EDGES :].astype(jnp.int32), nb101.ABSENT)
+    return jnp.concatenate([bits, _with_ends(ops)])
+
+
+def nb101_split(arch_x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(node types int32[M, 7], adjacency f32[M, 7, 7]) of a batch of ``nb101_inputs``."""
+    e = nb101.NUM_EDGES
+    adj = jnp.zeros((arch_x.shape[0], nb101.NUM_VERTICES, nb101.NUM_VERTICES), jnp.float32)
+    return arch_x[:, e:], adj.at[:, nb101.EDGE_I, nb101.EDGE_J].set(arch_x[:, :e].astype(jnp.float32))
+
+
 class _GatedSumGRU(nn.Module):
     """One direction of the D-VAE encoder over nodes in index order (a topological order of ``adjacency``)."""
 
@@ -159,7 +182,7 @@ class DAGEncoder(nn.Module):
 
     ``adjacency`` (static, V x V, topological numbering) is the DAG of every string (NB201's op DAG);
     ``call(types, adjacency=a)`` with f32[V, V] (one DAG for the batch, e.g. relabelled) or f32[M, V, V]
-    (one per string: NAS-Bench-Graph's link structures) overrides it.
+    (one per string: NAS-Bench-Graph's link structures, NAS-Bench-101's cells) overrides it.
     """
 
     adjacency: tuple[tuple[int, ...], ...] | None

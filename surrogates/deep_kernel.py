@@ -39,7 +39,7 @@ from surrogates import linalg
 from surrogates.set_encoder import SetEncoder
 
 ARCH_ENCODERS = ("dag", "mlp")
-DAG_FAMILIES = ("nb201", "nasbench_graph")  # the cell spaces the DAG encoder reads
+DAG_FAMILIES = ("nb201", "nasbench_graph", "nb101")  # the cell spaces the DAG encoder reads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +48,8 @@ class DeepKernelConfig:
 
     Attributes:
       arch_encoder: ``"dag"`` (op-on-node DAG, D-VAE encoder) or ``"mlp"`` (one-hot MLP).
-      dag: the DAG encoder's cells: ``"nb201"`` (one fixed DAG) or ``"nasbench_graph"`` (9 link structures).
+      dag: the DAG encoder's cells: ``"nb201"`` (one fixed DAG), ``"nasbench_graph"`` (9 link structures) or
+        ``"nb101"`` (one DAG per string).
       num_features: length of the one-hot encoding (MLP input and set-element features).
       hidden, arch_dim: psi's hidden width and output size L.
       use_dataset_encoder: include phi (False: ``xi(psi(x))``, the "no dataset encoder" ablation).
@@ -85,14 +86,14 @@ class DeepKernelConfig:
 def dag_family(space) -> str | None:
     """The DAG encoder's cell family of ``space`` (one of ``DAG_FAMILIES``), None for other spaces."""
     name = getattr(space, "name", "")
-    if name == "nb201":
-        return "nb201"
+    if name in ("nb201", "nb101"):
+        return name
     return "nasbench_graph" if name.startswith("nasbench_graph") else None
 
 
 def default_config(space) -> DeepKernelConfig:
     """The deep kernel of a space without a meta-learned model: the DAG encoder for the cell spaces it reads
-    (NB201, NAS-Bench-Graph), the one-hot MLP otherwise."""
+    (NB201, NAS-Bench-Graph, NB101), the one-hot MLP otherwise."""
     family, num_features = dag_family(space), space.feature_dim("onehot")
     if family is None:
         return DeepKernelConfig(arch_encoder="mlp", num_features=num_features)
@@ -101,7 +102,7 @@ def default_config(space) -> DeepKernelConfig:
 
 def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
     """psi's input for one string: node types (``"dag"``; NAS-Bench-Graph: its link index first, of the
-    string's canonical form) or the one-hot encoding (``"mlp"``)."""
+    string's canonical form; NB101: the pruned edge bits first) or the one-hot encoding (``"mlp"``)."""
     if cfg.arch_encoder == "mlp":
         return space.features(tokens, "onehot")
     if dag_family(space) != cfg.dag:
@@ -111,6 +112,8 @@ def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
         )
     if cfg.dag == "nb201":
         return ae.nb201_node_types(tokens)
+    if cfg.dag == "nb101":
+        return ae.nb101_inputs(tokens)
     return ae.nasbench_graph_inputs(space.canonical_string(tokens), space.op_names)
 
 
@@ -129,6 +132,8 @@ class DeepKernelNet(nn.Module):
             self.psi = ae.MLPEncoder(c.hidden, c.arch_dim)
         elif c.dag == "nb201":
             self.psi = ae.DAGEncoder(ae.nb201_adjacency(), ae.NB201_NUM_TYPES, c.hidden, c.arch_dim)
+        elif c.dag == "nb101":  # one DAG per string: built from its edge bits in psi_only
+            self.psi = ae.DAGEncoder(None, ae.NB101_NUM_TYPES, c.hidden, c.arch_dim)
         else:  # one DAG per link structure: looked up per string in psi_only
             self.psi = ae.DAGEncoder(None, ae.NBGRAPH_NUM_TYPES, c.hidden, c.arch_dim)
         if c.use_dataset_encoder:
@@ -142,6 +147,9 @@ class DeepKernelNet(nn.Module):
         if self.cfg.arch_encoder == "dag" and self.cfg.dag == "nasbench_graph":
             adjacency = jnp.asarray(ae.nasbench_graph_adjacencies(), jnp.float32)[arch_x[:, 0]]
             return self.psi(arch_x[:, 1:], adjacency=adjacency)
+        if self.cfg.arch_encoder == "dag" and self.cfg.dag == "nb101":
+            types, adjacency = ae.nb101_split(arch_x)
+            return self.psi(types, adjacency=adjacency)
         return self.psi(arch_x)
 
     def head(self, z, set_features, set_scores, set_mask):

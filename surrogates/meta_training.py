@@ -56,9 +56,25 @@ def all_strings(space, limit: int = 100_000) -> np.ndarray:
     return tokens[first[uniq >= 0]]
 
 
+def meta_strings(space, limit: int = 100_000, num_sampled: int = 20_000, seed: int = 0) -> np.ndarray:
+    """The strings meta-training reads: ``all_strings`` of a space of at most ``limit`` strings, else
+    ``num_sampled`` distinct valid strings drawn uniformly with a fixed key (NAS-Bench-101's 423k cells;
+    the source tables score them all, the top design is the best of the sample)."""
+    if space.size <= limit:
+        return all_strings(space, limit)
+    tokens = np.asarray(jax.jit(jax.vmap(space.sample))(jax.random.split(jax.random.PRNGKey(seed), 2 * num_sampled)))
+    ids = np.asarray(jax.jit(jax.vmap(space.string_id))(tokens))
+    _, first = np.unique(ids, return_index=True)
+    first = np.sort(first[ids[first] >= 0])[:num_sampled]  # in draw order: a prefix is a smaller sample
+    if len(first) < num_sampled:
+        raise ValueError(f"drew {len(first)} distinct strings of {space.name!r}, not {num_sampled}: lower num_sampled")
+    return tokens[first]
+
+
 def build_meta_data(space, tables: Sequence, dk_cfg: DeepKernelConfig) -> tuple[MetaData, np.ndarray]:
-    """Every string's encoder inputs and each source table's seed-mean validation score (searched units)."""
-    tokens = all_strings(space)
+    """Every string's (``meta_strings``) encoder inputs and each source table's seed-mean validation score
+    (searched units)."""
+    tokens = meta_strings(space)
     t = jnp.asarray(tokens)
     scores = np.stack([np.asarray(tb.query(jax.random.PRNGKey(0), t)["valid"]) for tb in tables])
     if not np.all(np.isfinite(scores)):

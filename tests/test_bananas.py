@@ -10,7 +10,7 @@ import pytest
 
 from nas.host_loop import chunk_bounds, run_chunked
 from nas.searcher import make_searcher
-from nas.searchers.bo import first_in_order
+from nas.searchers.candidates import first_in_order
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark
 

@@ -8,6 +8,7 @@ import optax
 import pytest
 
 from spaces.nasbench_graph import LINKS
+from spaces.nb101 import NB101Space
 from spaces.nb201 import SPACE
 from surrogates import deep_kernel as dk
 from surrogates.arch_encoders import (
@@ -91,6 +92,36 @@ def test_dag_encoder_with_one_dag_per_string_ignores_the_numbering():
     assert np.min(np.abs(moved - base).max(1)) > 1e-4
     with pytest.raises(ValueError, match="needs the adjacency"):
         enc.apply(params, jnp.asarray(types))
+
+
+def _nb101_cell(edges, ops):
+    """NB101 tokens: the 21 upper-triangular edge bits (row-major), then the ops of vertices 1..5."""
+    adj = np.zeros((7, 7), np.int32)
+    for i, j in edges:
+        adj[i, j] = 1
+    return np.concatenate([adj[np.triu_indices(7, 1)], ops]).astype(np.int32)
+
+
+def test_nb101_dag_encoder_reads_the_pruned_cell_up_to_relabelling():
+    space = NB101Space()
+    chain = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 6)]
+    cells = np.stack([
+        _nb101_cell(chain, [0, 1, 2, 0, 0]),  # vertices 4, 5 unused
+        _nb101_cell(chain, [1, 0, 2, 1, 2]),  # 1 and 2 swapped (an isomorphic cell); the unused ops changed
+        _nb101_cell(chain + [(0, 4), (4, 5)], [0, 1, 2, 2, 1]),  # a dangling branch, pruned
+        _nb101_cell(chain, [0, 1, 0, 0, 0]),  # another op on vertex 3: another network
+        _nb101_cell([(0, 1), (1, 3), (2, 3), (3, 6)], [0, 1, 2, 0, 0]),  # vertex 2 loses its input: pruned
+    ])  # fmt: skip
+    ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(cells)))
+    assert ids[0] == ids[1] == ids[2] and len({ids[0], ids[3], ids[4]}) == 3
+    assert (dk.default_config(space).arch_encoder, dk.default_config(space).dag) == ("dag", "nb101")
+    cfg = dk.DeepKernelConfig(dag="nb101", hidden=8, arch_dim=4, use_dataset_encoder=False, xi_hidden=(8,))
+    arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(cells))
+    w = jax.jit(dk.init_params, static_argnums=1)(jax.random.PRNGKey(0), cfg, arch_x, jnp.zeros((5, 57)))
+    z = np.asarray(jax.jit(dk.arch_embeddings, static_argnums=1)(w, cfg, arch_x))
+    np.testing.assert_allclose(z[1], z[0], atol=2e-5)
+    np.testing.assert_allclose(z[2], z[0], atol=2e-5)
+    assert np.abs(z[3] - z[0]).max() > 1e-4 and np.abs(z[4] - z[0]).max() > 1e-4
 
 
 def test_set_encoder_invariant_to_order_and_padding():

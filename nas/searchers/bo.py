@@ -41,14 +41,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import Seen, fill_unique, pack_first, rank_among, seen_add, seen_contains, seen_init
+from nas.dedup import Seen, seen_add, seen_init
 from nas.searcher import Searcher, SearcherOptions, one_of, positive
+from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
 from surrogates.kernels import KERNELS
 from surrogates.padding import bucket_size
 
-ACQ_OPTS = ("mutation", "random", "mutation_random")
 PREDICTORS = ("ensemble", "gp")
 
 
@@ -58,33 +58,6 @@ class BOState:
     scores: jax.Array  # f32[C] their scores (-inf for invalid / empty rows)
     count: jax.Array  # int32[] rows filled
     seen: Seen
-
-
-def first_in_order(ids: jax.Array, among: jax.Array | None = None) -> jax.Array:
-    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M)).
-
-    With ``among`` (bool[M]) only those rows count: a row of ``among`` is first if no earlier row
-    of ``among`` has its value; rows outside ``among`` are reported True and hide nothing.
-    """
-    m = ids.shape[0]
-    among = jnp.ones((m,), bool) if among is None else among
-    order = jnp.lexsort((jnp.arange(m), ids, ~among))  # rows of `among` first, then by value, then index
-    s, a = ids[order], among[order]
-    dup = jnp.concatenate([jnp.zeros((1,), bool), (s[1:] == s[:-1]) & a[1:] & a[:-1]])
-    return jnp.zeros_like(dup).at[order].set(~dup)
-
-
-def feature_hash(feats: jax.Array) -> jax.Array:
-    """int32[M]: a hash of each feature row (rounded to 1/1024), equal rows give equal hashes.
-
-    Integer arithmetic wraps around exactly and does not depend on the summation order, so the
-    hash is deterministic on every backend (a float dot product need not be).
-    """
-    q = jax.lax.bitcast_convert_type(jnp.round(feats * 1024.0).astype(jnp.int32), jnp.uint32)  # negatives too
-    mult = jax.random.bits(jax.random.PRNGKey(0x5EED), (feats.shape[-1],), jnp.uint32) | jnp.uint32(1)
-    h = jnp.sum(q * mult, axis=-1, dtype=jnp.uint32)
-    h = (h ^ (h >> 15)) * jnp.uint32(0x2C1B3C6D)
-    return jax.lax.bitcast_convert_type(h ^ (h >> 12), jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,13 +162,7 @@ class BOSearcher(Searcher):
         )
 
     def _random(self, key, seen):
-        def propose(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, max(2 * self.batch_size, 16)))
-
-        tokens, _ = fill_unique(
-            key, self.space, propose, seen, self.batch_size, fallback_rounds=0
-        )  # the proposal is uniform already
-        return tokens
+        return random_unseen(key, self.space, seen, self.batch_size)
 
     def ask(self, key, state):
         if self.variant == 0:
@@ -223,53 +190,13 @@ class BOSearcher(Searcher):
     # -- one BO iteration -------------------------------------------------------------
     def candidates(self, key, state) -> tuple[jax.Array, jax.Array]:
         """Acquisition-optimization candidates (tokens[M, N], ok[M]): unqueried and distinct."""
-        k_mut, k_rand = jax.random.split(key)
-        parts, props = [], []
-        if self.options.acq_opt in ("mutation", "mutation_random"):
-            c, pat = self.options.num_candidates, self.options.patience
-            _, parents = jax.lax.top_k(state.scores, pat)
-            parent_ok = jnp.isfinite(state.scores[parents])
-            keys = jax.random.split(k_mut, pat * c)
-            par = jnp.repeat(parents, c)
-            muts = jax.vmap(self.mutate)(keys, state.tokens[par])
-            props.append((muts, jnp.repeat(parent_ok, c), c))
-        if self.options.acq_opt in ("random", "mutation_random"):
-            rnd = jax.vmap(self.space.sample)(jax.random.split(k_rand, self.options.num_random))
-            props.append((rnd, jnp.ones((self.options.num_random,), bool), self.options.num_random))
-        allc = jnp.concatenate([p[0] for p in props])
-        ids = jax.vmap(self.space.string_id)(allc)
-        ok_all = (ids >= 0) & ~seen_contains(state.seen, ids) & first_in_order(ids)
-        if self.options.dedup_encoding:
-            # as get_candidates in the paper's code (a dict of path indices): a candidate whose
-            # encoding equals a queried architecture's or an earlier candidate's is dropped; the
-            # predictor cannot tell them apart (e.g. NB201 cells that differ only on edges off
-            # every input-output path), so they would be scored as the architecture already seen
-            feats = jax.vmap(lambda t: self.space.features(t, self.encoding))
-            h_cand = feature_hash(feats(allc))
-            h_seen = feature_hash(feats(state.tokens))
-            filled = jnp.arange(h_seen.shape[0]) < state.count
-            in_seen = jnp.any((h_cand[:, None] == h_seen[None, :]) & filled[None, :], axis=1)
-            ok_all &= ~in_seen & first_in_order(h_cand, ok_all)
-        start = 0
-        for toks, pok, n in props:
-            m = toks.shape[0]
-            (t,), ok = pack_first(ok_all[start : start + m] & pok, n, toks)
-            parts.append((t, ok))
-            start += m
-        return jnp.concatenate([p[0] for p in parts]), jnp.concatenate([p[1] for p in parts])
-
-    def mutate(self, key, tokens):
-        """``space.mutate`` applied ``e`` times, ``e`` uniform in ``1..max_edits`` (may undo itself:
-        such candidates equal a queried parent and are dropped)."""
-        if self.options.max_edits == 1:
-            return self.space.mutate(key, tokens)
-        k_num, k_edit = jax.random.split(key)
-        num = jax.random.randint(k_num, (), 1, self.options.max_edits + 1)
-
-        def edit(i, t):
-            return jnp.where(i < num, self.space.mutate(jax.random.fold_in(k_edit, i), t), t)
-
-        return jax.lax.fori_loop(0, self.options.max_edits, edit, tokens)
+        o = self.options
+        feats = (lambda t: self.space.features(t, self.encoding)) if o.dedup_encoding else None
+        return acquisition_candidates(
+            key, self.space, state.tokens, state.scores, state.count, state.seen, acq_opt=o.acq_opt,
+            num_candidates=o.num_candidates, patience=o.patience, max_edits=o.max_edits, num_random=o.num_random,
+            features=feats,
+        )  # fmt: skip
 
     def predict(self, key, x, y, mask, x_cand) -> tuple[jax.Array, jax.Array, jax.Array | None]:
         """(mean[M], std[M], members[E, M] or None) of the predictor fitted on the masked rows (here: the GP)."""
@@ -292,8 +219,4 @@ class BOSearcher(Searcher):
         acq = jnp.where(cand_ok & jnp.isfinite(acq), acq, -jnp.inf)
         _, top = jax.lax.top_k(acq, self.batch_size)
         chosen, chosen_ok = cand[top], cand_ok[top] & jnp.isfinite(acq[top])
-        # too few candidates: fresh random strings, distinct from the seen and the chosen ones
-        ids = jnp.where(chosen_ok, jax.vmap(self.space.string_id)(chosen), -2)
-        fill = self._random(k_fill, seen_add(state.seen, ids))
-        slot = rank_among(~chosen_ok)  # the i-th missing candidate takes the i-th fresh string
-        return jnp.where(chosen_ok[:, None], chosen, fill[jnp.clip(slot, 0, self.batch_size - 1)])
+        return fill_missing(k_fill, self.space, state.seen, chosen, chosen_ok)  # too few candidates: random

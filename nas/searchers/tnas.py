@@ -8,17 +8,23 @@ the parameters file by ``scripts.meta_train``, or random strings), then every st
    (``finetune_steps`` Adam steps on the marginal likelihood, eq. 3, always from the meta-learned ``w``);
    the dataset encoder phi reads the same observations (``surrogates.set_encoder``);
 2. compute the GP posterior (eqs. 1-2) of EVERY unqueried string of the space (exhaustive acquisition,
-   as the paper does on NAS-Bench-201) and query the ``batch_size`` best by EI or UCB.
+   as the paper does on NAS-Bench-201) and query the ``batch_size`` best by EI or UCB. Spaces of more
+   than ``exhaustive_limit`` strings (NAS-Bench-101's 423k cells) score mutation and/or random
+   candidates instead (``acq_opt``; ``nas.searchers.candidates``, BANANAS' acquisition optimization).
 
-The architecture encoder psi stays at its meta-learned value during meta-test: its encoding of every
-string of the space is computed once when the searcher is built, so a step costs one pass of the small
-MLP xi over the space instead of one of the graph encoder (phi, xi and the kernel are fine-tuned).
+The architecture encoder psi stays at its meta-learned value during meta-test: with exhaustive acquisition
+its encoding of every string of the space is computed once when the searcher is built, so a step costs one
+pass of the small MLP xi over the space instead of one of the graph encoder (phi, xi and the kernel are
+fine-tuned); candidates are encoded as they are drawn.
 
 Options (``TNASOptions``): ``params_file`` (``""``: a randomly initialized kernel, no meta-learning and
 no source design), ``meta_learned`` (False: the file's model and design with random weights, the
 "TNAS without meta-learning" ablation), ``initial_design`` (``auto | top | random``), ``num_init``,
 ``acquisition`` (``ei | ucb``), ``beta``, ``finetune_steps``, ``finetune_lr``, ``finetune_scope`` (``net``:
-phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparameters only), ``init_seed``.
+phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparameters only), ``init_seed``;
+``acq_opt`` (``auto``: ``exhaustive`` up to ``exhaustive_limit`` strings, else ``mutation_random``; or
+``exhaustive | mutation | random | mutation_random``) with ``num_candidates``, ``patience``, ``max_edits``
+and ``num_random`` as in the BO loop (``nas.searchers.bo``).
 
 State: the queried strings, scores, their psi encodings and the ``nas.dedup`` set; one program
 (data padded to the budget), so it runs unchanged in ``lax.scan`` and under ``vmap``.
@@ -35,8 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nas.dedup import Seen, fill_unique, seen_add, seen_contains, seen_init
+from nas.dedup import Seen, seen_add, seen_contains, seen_init
 from nas.searcher import Searcher, SearcherOptions, one_of, positive, register
+from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
 from surrogates.meta_params import load_params
@@ -44,6 +51,7 @@ from surrogates.meta_training import all_strings, init_params_jit
 
 DESIGNS = ("auto", "top", "random")
 TNAS_ACQUISITIONS = ("ei", "ucb")
+TNAS_ACQ_OPTS = ("auto", "exhaustive", *ACQ_OPTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,12 +68,19 @@ class TNASOptions(SearcherOptions):
     finetune_lr: float = 1e-3
     finetune_scope: str = "net"
     init_seed: int = 0
+    acq_opt: str = "auto"
+    exhaustive_limit: int = 100_000
+    num_candidates: int = 100
+    patience: int = 5
+    max_edits: int = 2
+    num_random: int = 100
 
     def check(self):
         super().check()
-        positive(self, "num_init")
+        positive(self, "num_init", "exhaustive_limit", "num_candidates", "patience", "max_edits", "num_random")
         one_of(self, "initial_design", DESIGNS)
         one_of(self, "acquisition", TNAS_ACQUISITIONS)
+        one_of(self, "acq_opt", TNAS_ACQ_OPTS)
         one_of(self, "finetune_scope", dk.FINETUNE_SCOPES)
         if self.num_init % self.batch_size:
             raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
@@ -107,26 +122,33 @@ class TNAS(Searcher):
                 raise ValueError(f"{o.params_file} was meta-trained on space {meta.get('space')!r}, not {space.name!r}")
         else:
             cfg, w = dk.default_config(space), None
-        kind = o.initial_design if o.initial_design != "auto" else ("top" if design is not None else "random")
+        has_design = design is not None and len(design) > 0
+        kind = o.initial_design if o.initial_design != "auto" else ("top" if has_design else "random")
         if kind == "top" and (design is None or len(design) < o.num_init):
             have = 0 if design is None else len(design)
             raise ValueError(
                 f"initial_design 'top' needs {o.num_init} source strings from a params_file (have {have}); "
                 "give params_file or set initial_design='random'"
             )
-        tokens = all_strings(space)
-        if o.max_queries > len(tokens):
-            raise ValueError(f"max_queries ({o.max_queries}) exceeds the {len(tokens)} strings of {space.name!r}")
+        self.acq_opt = o.acq_opt
+        if o.acq_opt == "auto":
+            self.acq_opt = "exhaustive" if space.size <= o.exhaustive_limit else "mutation_random"
+        if self.acq_opt == "exhaustive":
+            tokens = all_strings(space, o.exhaustive_limit)
+            if o.max_queries > len(tokens):
+                raise ValueError(f"max_queries ({o.max_queries}) exceeds the {len(tokens)} strings of {space.name!r}")
+        else:  # example inputs for the shapes of a random kernel
+            tokens = np.asarray(jax.vmap(space.sample)(jax.random.split(jax.random.PRNGKey(o.init_seed), 2)))
         arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(tokens))
         feats = jax.vmap(lambda t: space.features(t, "onehot"))(jnp.asarray(tokens))
         if w is None or not o.meta_learned:
             w = init_params_jit(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], feats[:2])
         self.cfg, self.w, self.design_kind = cfg, w, kind
         self.design = None if design is None else np.asarray(design[: o.num_init], np.int32)
-        self.all_tokens = tokens
-        self.all_ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
-        self.all_z = np.asarray(jax.jit(lambda p, x: dk.arch_embeddings(p, cfg, x))(w, arch_x))
-        self.all_feats = np.asarray(feats)
+        if self.acq_opt == "exhaustive":
+            self.all_tokens = tokens
+            self.all_ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
+            self.all_z = np.asarray(jax.jit(lambda p, x: dk.arch_embeddings(p, cfg, x))(w, arch_x))
 
     @property
     def identity(self) -> str:
@@ -158,12 +180,12 @@ class TNAS(Searcher):
         if self.design_kind == "top":
             idx = jnp.clip(state.count + jnp.arange(self.batch_size), 0, self.options.num_init - 1)
             return jnp.asarray(self.design)[idx]
+        return random_unseen(key, self.space, state.seen, self.batch_size)
 
-        def propose(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, max(2 * self.batch_size, 16)))
-
-        tokens, _ = fill_unique(key, self.space, propose, state.seen, self.batch_size, fallback_rounds=0)
-        return tokens
+    def _psi(self, tokens):
+        """psi (meta-learned, frozen) of a batch of strings: f32[M, L]."""
+        arch_x = jax.vmap(lambda t: dk.arch_inputs(self.cfg, self.space, t))(tokens)
+        return dk.arch_embeddings(self.w, self.cfg, arch_x)
 
     def _model(self, key, state):
         o, cfg = self.options, self.cfg
@@ -173,13 +195,27 @@ class TNAS(Searcher):
         data = (state.z_arch, y, mask)
         set_args = (feats, y, mask)
         w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, True, o.finetune_scope)
-        mean, std = dk.posterior(w, cfg, *data, jnp.asarray(self.all_z), *set_args, psi_given=True)
         best = jnp.max(jnp.where(mask, state.scores, -jnp.inf))
-        acq = acquisition_scores(o.acquisition, key, mean, std, best, None, o.beta)
-        ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids)) & jnp.isfinite(acq)
+        if self.acq_opt == "exhaustive":
+            cand, ok, z_cand, k_acq = jnp.asarray(self.all_tokens), None, jnp.asarray(self.all_z), key
+        else:
+            k_cand, k_acq, k_fill = jax.random.split(key, 3)
+            cand, ok = acquisition_candidates(
+                k_cand, self.space, state.tokens, state.scores, state.count, state.seen, acq_opt=self.acq_opt,
+                num_candidates=o.num_candidates, patience=o.patience, max_edits=o.max_edits,
+                num_random=o.num_random,
+            )  # fmt: skip
+            z_cand = self._psi(cand)
+        mean, std = dk.posterior(w, cfg, *data, z_cand, *set_args, psi_given=True)
+        acq = acquisition_scores(o.acquisition, k_acq, mean, std, best, None, o.beta)
+        if ok is None:  # exhaustive: every string not queried yet
+            ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids))
+        ok &= jnp.isfinite(acq)
         # ties (EI underflows to 0 far from the data) go to the higher mean, then to the lower index
         _, top = jax.lax.top_k(jnp.where(ok, acq + 1e-12 * jax.nn.sigmoid(mean - best), -jnp.inf), self.batch_size)
-        return jnp.asarray(self.all_tokens)[top]
+        if self.acq_opt == "exhaustive":
+            return cand[top]
+        return fill_missing(k_fill, self.space, state.seen, cand[top], ok[top])  # too few candidates: random
 
     def ask(self, key, state):
         k_init, k_model = jax.random.split(key)
@@ -193,8 +229,7 @@ class TNAS(Searcher):
     def tell(self, key, tokens, scores, state):
         del key
         start = state.count
-        arch_x = jax.vmap(lambda t: dk.arch_inputs(self.cfg, self.space, t))(tokens)
-        z = dk.arch_embeddings(self.w, self.cfg, arch_x)
+        z = self._psi(tokens)
         new = TNASState(
             tokens=jax.lax.dynamic_update_slice(state.tokens, tokens.astype(jnp.int32), (start, 0)),
             scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),

@@ -46,8 +46,8 @@ def all_strings(space, limit: int = 100_000) -> np.ndarray:
     tables of HPOLib and HPOBench) give all their strings; NAS-Bench-Graph gives one per table row."""
     if space.size > limit:
         raise ValueError(
-            f"space {space.name!r} has {space.size:,} strings; TNAS scores every string (exhaustive acquisition) "
-            f"and lists at most {limit:,}: use a smaller space or another searcher"
+            f"space {space.name!r} has {space.size:,} strings; exhaustive acquisition lists at most {limit:,}: "
+            "give TNAS acq_opt='auto' or 'mutation_random' (candidates instead of every string), or a smaller space"
         )
     grids = np.meshgrid(*[np.arange(c) for c in space.cardinalities], indexing="ij")
     tokens = np.stack([g.reshape(-1) for g in grids], axis=1).astype(np.int32)

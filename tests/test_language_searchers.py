@@ -49,11 +49,9 @@ def objective():
 def test_every_searcher_runs_on_a_flattened_language_space(name):
     obj = objective()
     kwargs = {"max_queries": QUERIES, **cheap_options(name)}
-    if name == "tnas":  # exhaustive acquisition: a 50M-string space is refused with a clear error
-        with pytest.raises(ValueError, match="exhaustive acquisition"):
-            make_searcher(name, obj.space, **kwargs)
-        return
     searcher = make_searcher(name, obj.space, **kwargs)
+    if name == "tnas":  # a 50M-string space: mutation and random candidates, not every string
+        assert searcher.acq_opt == "mutation_random"
     # the compiled runner only: Python loop == scan is tested for every searcher in test_searchers.py
     hist = jax.jit(make_search(searcher))(jax.random.PRNGKey(3), obj)
     q = searcher.max_queries

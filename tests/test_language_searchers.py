@@ -52,6 +52,8 @@ def test_every_searcher_runs_on_a_flattened_language_space(name):
     searcher = make_searcher(name, obj.space, **kwargs)
     if name == "tnas":  # a 50M-string space: mutation and random candidates, not every string
         assert searcher.acq_opt == "mutation_random"
+        with pytest.raises(ValueError, match="exhaustive acquisition lists at most"):
+            make_searcher(name, obj.space, **{**kwargs, "acq_opt": "exhaustive"})
     # the compiled runner only: Python loop == scan is tested for every searcher in test_searchers.py
     hist = jax.jit(make_search(searcher))(jax.random.PRNGKey(3), obj)
     q = searcher.max_queries

@@ -117,7 +117,7 @@ def test_nb101_dag_encoder_reads_the_pruned_cell_up_to_relabelling():
     assert (dk.default_config(space).arch_encoder, dk.default_config(space).dag) == ("dag", "nb101")
     cfg = dk.DeepKernelConfig(dag="nb101", hidden=8, arch_dim=4, use_dataset_encoder=False, xi_hidden=(8,))
     arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(cells))
-    w = jax.jit(dk.init_params, static_argnums=1)(jax.random.PRNGKey(0), cfg, arch_x, jnp.zeros((5, 57)))
+    w = jax.jit(dk.init_params, static_argnums=1)(jax.random.PRNGKey(0), cfg, arch_x, jnp.zeros((5, 4)))  # phi is off
     z = np.asarray(jax.jit(dk.arch_embeddings, static_argnums=1)(w, cfg, arch_x))
     np.testing.assert_allclose(z[1], z[0], atol=2e-5)
     np.testing.assert_allclose(z[2], z[0], atol=2e-5)

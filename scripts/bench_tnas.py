@@ -122,7 +122,8 @@ def bench_meta_test(config, stats: CompileStats, space, params_file: str) -> Non
     options = {"params_file": params_file, **json.loads(_OPTIONS.value)}
     with Timer(stats) as t:
         s = make_searcher("tnas", bench.space, max_queries=_QUERIES.value, **options)
-    _print("searcher_setup", t.row(), " (psi of every string of the space)")
+    what = "psi of every string of the space" if s.acq_opt == "exhaustive" else f"{s.acq_opt} candidates"
+    _print("searcher_setup", t.row(), f" ({what})")
     print(
         f"\n== meta-test: {_SEEDS.value} seeds x {_QUERIES.value} queries on {config.benchmark}, "
         f"chunks at steps {chunk_bounds(s)}, options {json.loads(_OPTIONS.value)}",

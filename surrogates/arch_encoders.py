@@ -148,9 +148,8 @@ def nb101_inputs(tokens: jax.Array) -> jax.Array:
 
 def nb101_split(arch_x: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(node types int32[M, 7], adjacency f32[M, 7, 7]) of a batch of ``nb101_inputs``."""
-    e = nb101.NUM_EDGES
-    adj = jnp.zeros((arch_x.shape[0], nb101.NUM_VERTICES, nb101.NUM_VERTICES), jnp.float32)
-    return arch_x[:, e:], adj.at[:, nb101.EDGE_I, nb101.EDGE_J].set(arch_x[:, :e].astype(jnp.float32))
+    adjacency = jax.vmap(nb101.adjacency)(arch_x)  # reads the 21 leading edge bits
+    return arch_x[:, nb101.NUM_EDGES :], adjacency.astype(jnp.float32)
 
 
 class _GatedSumGRU(nn.Module):

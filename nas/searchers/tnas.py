@@ -196,26 +196,29 @@ class TNAS(Searcher):
         set_args = (feats, y, mask)
         w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, True, o.finetune_scope)
         best = jnp.max(jnp.where(mask, state.scores, -jnp.inf))
-        if self.acq_opt == "exhaustive":
-            cand, ok, z_cand, k_acq = jnp.asarray(self.all_tokens), None, jnp.asarray(self.all_z), key
-        else:
-            k_cand, k_acq, k_fill = jax.random.split(key, 3)
-            cand, ok = acquisition_candidates(
-                k_cand, self.space, state.tokens, state.scores, state.count, state.seen, acq_opt=self.acq_opt,
-                num_candidates=o.num_candidates, patience=o.patience, max_edits=o.max_edits,
-                num_random=o.num_random,
-            )  # fmt: skip
-            z_cand = self._psi(cand)
+        k_cand, k_acq, k_fill = jax.random.split(key, 3)  # k_acq: unused by EI and UCB
+        cand, z_cand, ok = self._candidates(k_cand, state)
         mean, std = dk.posterior(w, cfg, *data, z_cand, *set_args, psi_given=True)
         acq = acquisition_scores(o.acquisition, k_acq, mean, std, best, None, o.beta)
-        if ok is None:  # exhaustive: every string not queried yet
-            ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids))
         ok &= jnp.isfinite(acq)
         # ties (EI underflows to 0 far from the data) go to the higher mean, then to the lower index
         _, top = jax.lax.top_k(jnp.where(ok, acq + 1e-12 * jax.nn.sigmoid(mean - best), -jnp.inf), self.batch_size)
-        if self.acq_opt == "exhaustive":
+        if self.acq_opt == "exhaustive":  # max_queries <= the space's strings: never short of unqueried ones
             return cand[top]
         return fill_missing(k_fill, self.space, state.seen, cand[top], ok[top])  # too few candidates: random
+
+    def _candidates(self, key, state):
+        """(strings int32[M, N], their psi f32[M, L], ok bool[M]): every string of the space, ok where not
+        queried yet (exhaustive acquisition), or mutation and random candidates (``nas.searchers.candidates``)."""
+        if self.acq_opt == "exhaustive":
+            ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids))
+            return jnp.asarray(self.all_tokens), jnp.asarray(self.all_z), ok
+        o = self.options
+        cand, ok = acquisition_candidates(
+            key, self.space, state.tokens, state.scores, state.count, state.seen, acq_opt=self.acq_opt,
+            num_candidates=o.num_candidates, patience=o.patience, max_edits=o.max_edits, num_random=o.num_random,
+        )  # fmt: skip
+        return cand, self._psi(cand), ok
 
     def ask(self, key, state):
         k_init, k_model = jax.random.split(key)

@@ -104,7 +104,7 @@ def bench_meta_training(config, stats: CompileStats, out_path: str):
         chunk = min(meta["chunk_steps"], _OUTER.value)
         with Timer(stats) as t:
             meta_train(out_path, space, tables, target, suite, model, rep, steps, chunk, meta["seed"],
-                       meta["init_design"], progress=False)  # fmt: skip
+                       meta["init_design"], meta["num_strings"], meta["failed_scores"], progress=False)  # fmt: skip
         _print(f"meta_train_run{run}", t.row(), f" ({_OUTER.value} outer steps, chunks of {chunk})")
     return space
 

@@ -59,6 +59,8 @@ def main(argv):
         chunk_steps=meta["chunk_steps"],
         seed=meta["seed"],
         init_design=meta["init_design"],
+        num_strings=meta["num_strings"],
+        failed_scores=meta["failed_scores"],
         progress=_PROGRESS.value,
         log=lambda line: append_line_atomic(metrics, json.dumps(line)),
     )

@@ -27,8 +27,9 @@ _SUITE = flags.DEFINE_string("suite", "nb201", "Benchmark prefix of the targets 
 _REPORT = flags.DEFINE_enum(
     "report",
     "error",
-    ["error", "error_frac", "log_mse"],
-    "error: 100 - accuracy (%); error_frac: 100 (1 - accuracy fraction); log_mse: log10 MSE (score = -log MSE).",
+    ["error", "error_frac", "log_mse", "rmse"],
+    "error: 100 - accuracy (%); error_frac: 100 (1 - accuracy fraction); log_mse: log10 MSE (score = -log MSE); "
+    "rmse: RMSE (score = -RMSE, the real-training MLP tasks).",
 )
 _RANK_OUT = flags.DEFINE_string("rank_out", "", "Optional PNG of the mean-rank curves alone.")
 _ONLY = flags.DEFINE_list("only", [], "Methods to show (default: every method present on every target).")
@@ -38,18 +39,21 @@ flags.mark_flag_as_required("runs")
 
 
 ERROR = "error of incumbent (%)"
-LABELS = {"error": ERROR, "error_frac": ERROR, "log_mse": "log10 MSE of incumbent"}
+LABELS = {"error": ERROR, "error_frac": ERROR, "log_mse": "log10 MSE of incumbent", "rmse": "test RMSE of incumbent"}
 
 
 def incumbent_error(score: np.ndarray, report: np.ndarray, kind: str = "error") -> np.ndarray:
     """The reported error of the best-by-validation query so far, f32[trials, T] (lower is better):
-    ``100 - accuracy`` (%), ``100 (1 - accuracy)`` for fractions or, for scores ``-log MSE``, ``log10 MSE``."""
+    ``100 - accuracy`` (%), ``100 (1 - accuracy)`` for fractions, ``log10 MSE`` for scores ``-log MSE`` or
+    ``RMSE`` for scores ``-RMSE``."""
     from nas.runner import incumbent_curve
 
     _, rep = incumbent_curve(score, report)
     rep = np.asarray(rep, np.float64)
     if kind == "log_mse":
         return -rep / np.log(10.0)
+    if kind == "rmse":
+        return -rep
     return 100.0 * (1.0 - rep) if kind == "error_frac" else 100.0 - rep
 
 

@@ -27,4 +27,10 @@ def settings(config):
     for k in ("outer_steps", "chunk_steps", "seed", "init_design"):
         if not isinstance(meta.get(k), int) or meta[k] < (0 if k in ("outer_steps", "seed") else 1):
             raise cli.ConfigError(f"config.meta.{k} must be a non-negative integer (chunk_steps, init_design >= 1)")
+    meta.setdefault("num_strings", 20_000)  # strings sampled for meta-training from a space of > 100,000
+    meta.setdefault("failed_scores", "error")  # "worst": a diverged real training takes its task's worst score
+    if not isinstance(meta["num_strings"], int) or meta["num_strings"] < 2:
+        raise cli.ConfigError("config.meta.num_strings must be an integer >= 2")
+    if meta["failed_scores"] not in ("error", "worst"):
+        raise cli.ConfigError(f"config.meta.failed_scores must be 'error' or 'worst', got {meta['failed_scores']!r}")
     return cfg["benchmark"], suite, rep, model, meta

@@ -9,7 +9,8 @@ Kernel between architecture ``x`` on task ``D`` and ``x'`` on task ``D'`` (the p
 - ``psi``: architecture encoder (``surrogates.arch_encoders``: bidirectional D-VAE DAG encoder for cells,
   MLP on the one-hot encoding for flat spaces);
 - ``phi``: dataset encoder (``surrogates.set_encoder``: a Set Transformer over the task's observed
-  (encoding, score) pairs; optional: ``use_dataset_encoder=False`` drops it, the ablation "none");
+  (encoding, score) pairs, or with ``dataset_input="data"`` two stacked ones over its raw data samples;
+  optional: ``use_dataset_encoder=False`` drops it, the ablation "none");
 - ``xi``: an MLP on the concatenation; ``k_M52`` the Matern-5/2 kernel with amplitude and length scale.
 
 GP (eq. 3): targets standardized over the real rows; ``K = k(X, X) + s_n^2 I``; the negative log marginal
@@ -36,9 +37,10 @@ import optax
 
 from surrogates import arch_encoders as ae
 from surrogates import linalg
-from surrogates.set_encoder import SetEncoder
+from surrogates.set_encoder import DataSetEncoder, SetEncoder
 
 ARCH_ENCODERS = ("dag", "mlp")
+DATASET_INPUTS = ("observations", "data")  # what phi reads: the observed (encoding, score) pairs, or raw data
 DAG_FAMILIES = ("nb201", "nasbench_graph", "nb101")  # the cell spaces the DAG encoder reads
 
 
@@ -53,6 +55,9 @@ class DeepKernelConfig:
       num_features: length of the one-hot encoding (MLP input and set-element features).
       hidden, arch_dim: psi's hidden width and output size L.
       use_dataset_encoder: include phi (False: ``xi(psi(x))``, the "no dataset encoder" ablation).
+      dataset_input: phi's set: ``"observations"`` (the task's (one-hot, score) pairs) or ``"data"`` (raw
+        data samples of tasks that have them, ``surrogates.task_data``: ``data_rows`` rows of at most
+        ``data_columns`` features each).
       set_dim, set_inducing, set_heads, set_blocks, set_dim_out: phi's width, inducing points, heads,
         ISAB blocks and output size K.
       xi_hidden, out_dim: xi's hidden layers and output size M.
@@ -65,6 +70,9 @@ class DeepKernelConfig:
     hidden: int = 32
     arch_dim: int = 16
     use_dataset_encoder: bool = True
+    dataset_input: str = "observations"
+    data_rows: int = 64
+    data_columns: int = 16
     set_dim: int = 32
     set_inducing: int = 8
     set_heads: int = 4
@@ -78,6 +86,8 @@ class DeepKernelConfig:
     def __post_init__(self):
         if self.arch_encoder not in ARCH_ENCODERS:
             raise ValueError(f"arch_encoder must be one of {list(ARCH_ENCODERS)}, got {self.arch_encoder!r}")
+        if self.dataset_input not in DATASET_INPUTS:
+            raise ValueError(f"dataset_input must be one of {list(DATASET_INPUTS)}, got {self.dataset_input!r}")
         if self.dag not in DAG_FAMILIES:
             raise ValueError(f"dag must be one of {list(DAG_FAMILIES)}, got {self.dag!r}")
         object.__setattr__(self, "xi_hidden", tuple(int(h) for h in self.xi_hidden))
@@ -137,7 +147,8 @@ class DeepKernelNet(nn.Module):
         else:  # one DAG per link structure: looked up per string in psi_only
             self.psi = ae.DAGEncoder(None, ae.NBGRAPH_NUM_TYPES, c.hidden, c.arch_dim)
         if c.use_dataset_encoder:
-            self.phi = SetEncoder(c.set_dim, c.set_inducing, c.set_heads, c.set_blocks, c.set_dim_out)
+            encoder = DataSetEncoder if c.dataset_input == "data" else SetEncoder
+            self.phi = encoder(c.set_dim, c.set_inducing, c.set_heads, c.set_blocks, c.set_dim_out)
         self.xi = [nn.Dense(h) for h in c.xi_hidden] + [nn.Dense(c.out_dim)]
 
     def __call__(self, arch_x, set_features, set_scores, set_mask):
@@ -161,10 +172,17 @@ class DeepKernelNet(nn.Module):
         return self.xi[-1](z)
 
 
+def uses_data(cfg: DeepKernelConfig) -> bool:
+    """Whether phi reads raw data samples (the set is ``(x[R, C], y[R], mask[R, C])``, fixed per task)."""
+    return cfg.use_dataset_encoder and cfg.dataset_input == "data"
+
+
 def init_params(key: jax.Array, cfg: DeepKernelConfig, arch_x: jax.Array, set_features: jax.Array) -> dict:
-    """Random ``w``; ``arch_x`` / ``set_features`` are example inputs (one task) fixing the shapes."""
+    """Random ``w``; ``arch_x`` / ``set_features`` are example inputs (one task) fixing the shapes: set
+    elements' features f32[S, F], or with raw data (``uses_data``) the samples' features f32[R, C]."""
     s = set_features.shape[0]
-    net = DeepKernelNet(cfg).init(key, arch_x, set_features, jnp.zeros((s,)), jnp.ones((s,), bool))
+    mask = jnp.ones(set_features.shape if uses_data(cfg) else (s,), bool)
+    net = DeepKernelNet(cfg).init(key, arch_x, set_features, jnp.zeros((s,)), mask)
     kernel = {"log_ls": jnp.float32(0.0), "log_amp": jnp.float32(0.0), "log_noise": jnp.log(jnp.float32(0.1))}
     return {"net": net, "kernel": kernel}
 

@@ -21,9 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from spaces.files import DataError
-from surrogates.deep_kernel import DeepKernelConfig, arch_inputs, init_params
+from surrogates.deep_kernel import DeepKernelConfig, arch_inputs, init_params, uses_data
 from surrogates.meta_params import load_params, save_params
 from surrogates.reptile import MetaData, ReptileConfig, meta_steps
+from surrogates.task_data import data_pool
 
 _meta_steps = jax.jit(meta_steps, static_argnums=(4, 5, 6))  # one compile per shape and settings, per process
 # one program instead of hundreds of op-by-op compilations (and one the persistent compilation cache keeps)
@@ -71,17 +72,37 @@ def meta_strings(space, limit: int = 100_000, num_sampled: int = 20_000, seed: i
     return tokens[first]
 
 
-def build_meta_data(space, tables: Sequence, dk_cfg: DeepKernelConfig) -> tuple[MetaData, np.ndarray]:
-    """Every string's (``meta_strings``) encoder inputs and each source table's seed-mean validation score
-    (searched units)."""
-    tokens = meta_strings(space)
+FAILED_SCORES = ("error", "worst")
+
+
+def build_meta_data(
+    space, tables: Sequence, dk_cfg: DeepKernelConfig, num_strings: int = 20_000, failed: str = "error"
+) -> tuple[MetaData, np.ndarray]:
+    """Every string's (``meta_strings`` with ``num_sampled=num_strings``) encoder inputs, each source task's
+    validation score (searched units; a table's seed mean, a real-training task's run with key 0) and, for
+    the data-based dataset encoder, each task's data pool.
+
+    Non-finite scores are a ``DataError`` (``failed="error"``: a table must score every string) or take the
+    task's worst finite score (``"worst"``: real training, where a configuration can diverge)."""
+    if failed not in FAILED_SCORES:
+        raise ValueError(f"failed must be one of {list(FAILED_SCORES)}, got {failed!r}")
+    tokens = meta_strings(space, num_sampled=num_strings)
     t = jnp.asarray(tokens)
     scores = np.stack([np.asarray(tb.query(jax.random.PRNGKey(0), t)["valid"]) for tb in tables])
-    if not np.all(np.isfinite(scores)):
-        raise DataError("a source table has no finite validation score for some strings of the space")
+    finite = np.isfinite(scores)
+    if not finite.all() and (failed == "error" or not finite.any(axis=1).all()):
+        raise DataError(
+            f"source tasks score {int((~finite).sum())} of {scores.size} strings non-finite; tables must score "
+            "every string (real training: set config.meta.failed_scores='worst')"
+        )
+    scores = np.where(finite, scores, np.min(np.where(finite, scores, np.inf), axis=1, keepdims=True))
     arch_x = jax.vmap(lambda s: arch_inputs(dk_cfg, space, s))(t)
     feats = jax.vmap(lambda s: space.features(s, "onehot"))(t)
-    return MetaData(arch_x=arch_x, features=feats, scores=jnp.asarray(scores, jnp.float32)), tokens
+    pools = {}
+    if uses_data(dk_cfg):
+        x, y, mask = zip(*[data_pool(tb, dk_cfg.data_columns) for tb in tables])
+        pools = {"data_x": jnp.asarray(np.stack(x)), "data_y": jnp.asarray(np.stack(y)), "data_mask": np.stack(mask)}
+    return MetaData(arch_x=arch_x, features=feats, scores=jnp.asarray(scores, jnp.float32), **pools), tokens
 
 
 def top_design(tokens: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
@@ -103,6 +124,8 @@ def meta_train(
     chunk_steps: int,
     seed: int,
     init_design: int = 5,
+    num_strings: int = 20_000,
+    failed_scores: str = "error",
     progress: bool = True,
     log: Callable[[dict], None] | None = None,
 ) -> dict:
@@ -110,7 +133,7 @@ def meta_train(
     sources = source_tasks(suite, target)
     if target in tables or sorted(tables) != sorted(sources):
         raise ValueError(f"meta-training tables must be exactly the sources {sources} (never the target {target!r})")
-    data, tokens = build_meta_data(space, [tables[s] for s in sources], dk_cfg)
+    data, tokens = build_meta_data(space, [tables[s] for s in sources], dk_cfg, num_strings, failed_scores)
     design = top_design(tokens, np.asarray(data.scores), init_design)
     meta = {
         "space": space.name,
@@ -120,6 +143,8 @@ def meta_train(
         "outer_steps": outer_steps,
         "reptile": dataclasses.asdict(rep_cfg),
     }
+    if space.size > 100_000 or failed_scores != "error":  # recorded where they change the meta-data
+        meta.update(num_strings=num_strings, failed_scores=failed_scores)
     key = jax.random.PRNGKey(seed)
     start = 0
     if os.path.exists(out_path):
@@ -130,7 +155,8 @@ def meta_train(
         if progress:
             print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
     else:
-        w = init_params_jit(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], data.features[:2])
+        example = data.data_x[0, : dk_cfg.data_rows] if uses_data(dk_cfg) else data.features[:2]
+        w = init_params_jit(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], example)
     began = time.time()
     while start < outer_steps:
         num = min(chunk_steps, outer_steps - start)

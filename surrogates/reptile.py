@@ -16,7 +16,8 @@ resumption) computes exactly what an uninterrupted run computes.
 The set D_q given to the dataset encoder is a random subset of task q's table of random size in
 ``[set_min, set_max]`` (padded with a mask), drawn independently of the mini-batch: at meta-test the
 encoder sees the target's queries so far, a set of that kind (``surrogates.set_encoder`` explains this
-deviation from the paper's data samples). The meta-data hold the SOURCE tasks only; which tasks those
+deviation from the paper's data samples); with raw data (``dataset_input="data"``) it is a random draw of
+rows of the task's data pool. The meta-data hold the SOURCE tasks only; which tasks those
 are is decided by the caller (``scripts.meta_train`` refuses the target).
 """
 
@@ -30,7 +31,8 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from surrogates.deep_kernel import DeepKernelConfig, neg_log_marginal_likelihood
+from surrogates.deep_kernel import DeepKernelConfig, neg_log_marginal_likelihood, uses_data
+from surrogates.task_data import draw_rows
 
 INNER_OPTIMIZERS = ("sgd", "adam")
 
@@ -66,11 +68,15 @@ class ReptileConfig:
 
 @struct.dataclass
 class MetaData:
-    """Source tasks of one search space: every string's encoder inputs and each task's scores."""
+    """Source tasks of one search space: every string's encoder inputs and each task's scores; with the
+    data-based dataset encoder each task's pool of raw data samples (``surrogates.task_data``)."""
 
     arch_x: jax.Array  # [R, ...] psi's input per string
     features: jax.Array  # f32[R, F] one-hot encoding per string (set elements)
     scores: jax.Array  # f32[Q, R] validation score of each string on each source task
+    data_x: jax.Array | None = None  # f32[Q, P, C] data pools (dataset_input="data" only)
+    data_y: jax.Array | None = None  # f32[Q, P]
+    data_mask: jax.Array | None = None  # bool[Q, P, C]
 
 
 def inner_optimizer(cfg: ReptileConfig) -> optax.GradientTransformation:
@@ -97,8 +103,9 @@ def reptile_update(w, loss: Callable, opt: optax.GradientTransformation, inner_s
     return new, losses
 
 
-def sample_task_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig):
-    """A source task, k of its evaluations and a describing set: the arguments of eq. 3 for one task."""
+def sample_task_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
+    """A source task, k of its evaluations and a describing set (a random subset of its table, or with
+    raw data ``dk_cfg.data_rows`` rows of its pool): the arguments of eq. 3 for one task."""
     k_task, k_rows, k_set, k_size = jax.random.split(key, 4)
     num_tasks, num_rows = data.scores.shape
     q = jax.random.randint(k_task, (), 0, num_tasks)
@@ -108,12 +115,14 @@ def sample_task_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig):
     set_mask = jnp.arange(cfg.set_max) < size
     y = data.scores[q, rows]
     batch = (data.arch_x[rows], y, jnp.ones_like(y, bool))
+    if uses_data(dk_cfg):
+        return q, batch + draw_rows(k_set, data.data_x[q], data.data_y[q], data.data_mask[q], dk_cfg.data_rows)
     return q, batch + (data.features[set_rows], data.scores[q, set_rows], set_mask)
 
 
 def meta_step(key: jax.Array, w, data: MetaData, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
     """Algorithm 1, lines 3-8: returns (new w, mean inner loss, task index)."""
-    q, batch = sample_task_batch(key, data, cfg)
+    q, batch = sample_task_batch(key, data, cfg, dk_cfg)
 
     def loss(p):
         return neg_log_marginal_likelihood(p, dk_cfg, *batch) / cfg.batch_size

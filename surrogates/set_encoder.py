@@ -1,4 +1,5 @@
-"""Dataset encoder phi of TNAS: a Set Transformer over a task's observed (encoding, score) pairs.
+"""Dataset encoders phi of TNAS: Set Transformers over a task's observed (encoding, score) pairs or over
+its raw data samples.
 
 Lee, Lee, Kim, Kosiorek, Choi & Teh (2019), "Set Transformer", Section 3: multihead attention blocks
 
@@ -13,6 +14,13 @@ the set describing a task is its observed (architecture one-hot, standardized va
 random subsets of a source task's table during meta-training, the target's queries so far at meta-test.
 The encoder then says "which architectures are good on this task", the information a data-based encoder
 is meant to predict.
+
+Where a task's raw data exist (the real-training tasks ``mlp/<dataset>``: scikit-learn's diabetes, UCI
+Boston and Naval), ``DataSetEncoder`` reads data samples as the paper does, with tabular rows in place of
+images: the data sets have different numbers of columns, so each column is one set of (x_rc, y_r) pairs
+over the sampled rows r, encoded by one shared ``SetEncoder``, and a second set transformer pools the
+columns (two stacked set transformers, as in the paper and in Dataset2Vec, Jomaa et al., 2021). The
+encoding is invariant to the order of the rows and of the columns.
 
 Sets are padded to a fixed size with ``mask[S]``; padded elements never act as keys, so the encoding of
 a set is invariant to padding and to the order of its elements (tested). An all-masked set encodes as
@@ -98,4 +106,28 @@ class SetEncoder(nn.Module):
         for i in range(self.num_blocks):
             x = ISAB(self.dim, self.num_inducing, self.heads, name=f"isab_{i}")(x, mask)
         pooled = PMA(self.dim, 1, self.heads, name="pma")(x, mask)[0]
+        return nn.Dense(self.out_dim)(pooled)
+
+
+class DataSetEncoder(nn.Module):
+    """phi over raw data: (x f32[R, C], y f32[R], mask bool[R, C]) -> f32[out_dim].
+
+    ``mask`` marks the real cells (real row and real column); padded columns are all-False and drop out of
+    the pooling over columns. ``x`` and ``y`` come standardized (``spaces.benchmarks.uci``).
+    """
+
+    dim: int = 32
+    num_inducing: int = 8
+    heads: int = 4
+    num_blocks: int = 2
+    out_dim: int = 16
+
+    @nn.compact
+    def __call__(self, x, y, mask):
+        # one set per column, elements (x_rc, y_r); the same encoder for every column (shared parameters)
+        columns = nn.vmap(
+            SetEncoder, in_axes=(1, None, 1), variable_axes={"params": None}, split_rngs={"params": False}
+        )(self.dim, self.num_inducing, self.heads, self.num_blocks, self.dim, name="columns")
+        per_column = columns(x[:, :, None], y, mask)  # f32[C, dim]
+        pooled = PMA(self.dim, 1, self.heads, name="pool_columns")(per_column, jnp.any(mask, axis=0))[0]
         return nn.Dense(self.out_dim)(pooled)

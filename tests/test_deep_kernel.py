@@ -23,7 +23,8 @@ from surrogates.arch_encoders import (
     nb201_op_graph,
 )
 from surrogates.reptile import ReptileConfig, reptile_update
-from surrogates.set_encoder import SetEncoder
+from surrogates.set_encoder import DataSetEncoder, SetEncoder
+from surrogates.task_data import draw_rows
 
 TOKENS = jnp.asarray(np.random.default_rng(0).integers(0, 5, (12, 6)), jnp.int32)
 
@@ -139,6 +140,29 @@ def test_set_encoder_invariant_to_order_and_padding():
     np.testing.assert_allclose(apply(params, feats[:9], scores[:9], mask[:9]), base, atol=1e-5)
     assert np.all(np.isfinite(apply(params, feats, scores, jnp.zeros(12, bool))))
     assert np.abs(np.asarray(apply(params, feats, scores[::-1], mask) - base)).max() > 1e-4
+
+
+def test_data_set_encoder_invariant_to_rows_columns_and_padding():
+    """phi over raw data: the same encoding for shuffled rows, shuffled columns and any padding."""
+    rng = np.random.default_rng(2)
+    x = np.zeros((10, 6), np.float32)
+    x[:8, :4] = rng.normal(size=(8, 4))
+    y = np.r_[rng.normal(size=8), 0.0, 0.0].astype(np.float32)
+    mask = np.zeros((10, 6), bool)
+    mask[:8, :4] = True
+    enc = DataSetEncoder(dim=16, num_inducing=4, heads=2, num_blocks=1, out_dim=8)
+    params = jax.jit(enc.init)(jax.random.PRNGKey(1), x, y, mask)
+    apply = jax.jit(enc.apply)
+    base = np.asarray(apply(params, x, y, mask))
+    rows, cols = np.r_[rng.permutation(8), 8, 9], np.r_[rng.permutation(4), 4, 5]
+    np.testing.assert_allclose(apply(params, x[rows], y[rows], mask[rows]), base, atol=1e-5)
+    np.testing.assert_allclose(apply(params, x[:, cols], y, mask[:, cols]), base, atol=1e-5)
+    junk = np.where(mask, x, 7.0), np.r_[y[:8], 9.0, -9.0].astype(np.float32)  # padding content never matters
+    np.testing.assert_allclose(apply(params, *junk, mask), base, atol=1e-5)
+    assert np.abs(np.asarray(apply(params, x, -y, mask)) - base).max() > 1e-4  # reads the (x, y) relation
+    # draws are real rows, without replacement
+    dx, dy, dm = draw_rows(jax.random.PRNGKey(0), jnp.asarray(x), jnp.asarray(y), jnp.asarray(mask), 6)
+    assert np.all(np.asarray(dm)[:, :4]) and len({tuple(r) for r in np.asarray(dx)}) == 6
 
 
 def _setup(arch_encoder):

@@ -3,6 +3,7 @@
 The searcher's loop == scan contract runs in tests/test_searchers.py (every registered searcher).
 """
 
+import dataclasses
 import functools
 import json
 
@@ -13,13 +14,15 @@ import pytest
 
 from nas.runner import make_search
 from nas.searcher import make_searcher
-from spaces import nb101
+from spaces import hpo, nb101
 from spaces.benchmarks.registry import make_benchmark
+from spaces.files import DataError
 from spaces.nb201 import SPACE
 from surrogates.deep_kernel import DeepKernelConfig
 from surrogates.meta_params import load_params
-from surrogates.meta_training import meta_strings, meta_train, source_tasks
-from surrogates.reptile import ReptileConfig
+from surrogates.meta_training import build_meta_data, meta_strings, meta_train, source_tasks
+from surrogates.reptile import ReptileConfig, sample_task_batch
+from surrogates.task_data import data_pool
 
 SUITE = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16")
 MODEL = DeepKernelConfig(hidden=8, arch_dim=4, set_dim=8, set_inducing=2, set_heads=2, set_blocks=1, xi_hidden=(8,))
@@ -110,7 +113,7 @@ class LinearTask:
 
     def query(self, key, tokens):
         del key
-        return {"valid": jax.numpy.sum(self.effects[jax.numpy.arange(6), tokens], axis=1)}
+        return {"valid": jax.numpy.sum(self.effects[jax.numpy.arange(len(self.effects)), tokens], axis=1)}
 
 
 def test_meta_learning_helps_on_a_related_synthetic_task(tmp_path):
@@ -137,3 +140,60 @@ def test_meta_learning_helps_on_a_related_synthetic_task(tmp_path):
         return np.corrcoef(np.asarray(mean), truth)[0, 1]
 
     assert corr(meta) > corr(scratch) + 0.1, (corr(meta), corr(scratch))
+
+
+class DataTask(LinearTask):
+    """A synthetic task with raw data samples (what the data-based dataset encoder reads); ``fail`` scores
+    the strings whose first token is 0 -inf (a diverged training)."""
+
+    def __init__(self, effects, x, y, fail=False):
+        super().__init__(effects)
+        self.x_train, self.y_train, self.fail = x, y, fail
+
+    def query(self, key, tokens):
+        valid = super().query(key, tokens)["valid"]
+        return {"valid": jax.numpy.where(self.fail & (tokens[:, 0] == 0), -jax.numpy.inf, valid)}
+
+
+def test_raw_data_dataset_encoder_reads_each_tasks_rows_and_drives_a_search_step(tmp_path):
+    space = hpo.HPOSpace("tiny", [hpo.categorical(f"h{i}", list(range(5))) for i in range(3)])  # 125 strings
+    rng = np.random.default_rng(1)
+    tasks = {
+        f"t{i}": DataTask(rng.normal(size=(3, 5)), rng.normal(size=(40 + i, 3 + i)), rng.normal(size=40 + i), i == 2)
+        for i in range(3)
+    }
+    model = dataclasses.replace(MODEL, arch_encoder="mlp", num_features=15, dataset_input="data", data_rows=16,
+                                data_columns=12)  # fmt: skip
+    sources = [tasks["t1"], tasks["t2"]]
+    with pytest.raises(DataError, match="failed_scores='worst'"):
+        build_meta_data(space, sources, model)
+    data, tokens = build_meta_data(space, sources, model, failed="worst")
+    scores = np.asarray(data.scores)
+    assert np.all(np.isfinite(scores)) and np.all(scores[1, tokens[:, 0] == 0] == scores[1].min())
+    cells = np.asarray(data.data_mask).sum(axis=(1, 2)).tolist()
+    assert data.data_x.shape == (2, 512, 12) and cells == [41 * 4, 42 * 5]  # every row, each task's columns
+    with pytest.raises(ValueError, match="no raw data"):
+        data_pool(table("nb201/cifar10"), 12)
+    with pytest.raises(ValueError, match="raise model.data_columns"):
+        data_pool(tasks["t2"], 4)
+    # a REPTILE task batch: phi's set is data_rows rows of the sampled task's pool
+    q, batch = sample_task_batch(jax.random.PRNGKey(2), data, REP, model)
+    set_x, set_mask = np.asarray(batch[3]), np.asarray(batch[5])
+    pool = {tuple(r) for r in np.asarray(data.data_x[q])}
+    assert set_x.shape == (16, 12) and all(tuple(r) in pool for r in set_x) and set_mask[:, : 3 + int(q) + 1].all()
+    path = tmp_path / "data.npz"  # (REPTILE's compiled steps are tested with the observation set above)
+    meta_train(str(path), space, {"t1": tasks["t1"], "t2": tasks["t2"]}, "t0", tuple(tasks), model, REP, 0, 2, seed=0,
+               failed_scores="worst", progress=False)  # fmt: skip
+    assert load_params(str(path))[2]["failed_scores"] == "worst"
+    with pytest.raises(ValueError, match="set task_data"):
+        make_searcher("tnas", space, params_file=str(path), max_queries=8)
+    # the target's data: scikit-learn's diabetes (10 features), a fixed draw of 16 of its training rows
+    s = make_searcher("tnas", space, params_file=str(path), task_data="mlp/diabetes", max_queries=8, finetune_steps=0)
+    x, y, mask = s.task_set
+    assert x.shape == (16, 12) and mask[:, :10].all() and not mask[:, 10:].any()
+    state = s.init(jax.random.PRNGKey(0))
+    design = jnp.asarray(s.design)
+    state, _ = s.tell(None, design, tasks["t0"].query(None, design)["valid"], state)
+    tokens, _ = jax.jit(s.ask)(jax.random.PRNGKey(1), state)  # a model step: phi reads the diabetes rows
+    new = int(space.string_id(tokens[0]))
+    assert new >= 0 and new not in np.asarray(jax.vmap(space.string_id)(design)).tolist()

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import hpobench_tnas, hpolib_tnas, nasbench_graph_tnas
+from configs import hpobench_tnas, hpolib_tnas, mlp_tnas, nasbench_graph_tnas
 from nas.runner import make_search
 from nas.searcher import make_searcher
 from scripts.tnas_settings import settings
@@ -51,6 +51,21 @@ def test_hpobench_and_nasbench_graph_configs_leave_the_target_out():
     assert "nasbench_graph/proteins" not in suite and target not in source_tasks(suite, target)
     with pytest.raises(ValueError, match="choose one of"):
         nasbench_graph_tnas.get_config("proteins")
+
+
+def test_mlp_config_reads_raw_data_and_leaves_the_target_out():
+    from spaces.hpo import mlp_space
+
+    config = mlp_tnas.get_config("naval")
+    target, suite, _, model, meta = settings(config)
+    assert target == "mlp/naval" and suite == ["mlp/diabetes", "mlp/boston", "mlp/naval"]
+    assert (model.arch_encoder, model.dataset_input) == ("mlp", "data")
+    assert model.num_features == mlp_space().feature_dim("onehot") and meta["failed_scores"] == "worst"
+    assert config.searchers.tnas.task_data == config.searchers.tnas_random_init.task_data == "mlp/naval"
+    assert settings(mlp_tnas.get_config("naval,observations"))[3].dataset_input == "observations"
+    assert not settings(mlp_tnas.get_config("naval,no_phi"))[3].use_dataset_encoder
+    with pytest.raises(ValueError, match="choose one of"):
+        mlp_tnas.get_config("naval,images")
 
 
 def test_nasbench_graph_meta_training_and_search_over_every_architecture(tmp_path):
@@ -137,6 +152,7 @@ def test_tnas_figures_errors_follow_the_validation_incumbent_and_rank_over_targe
     np.testing.assert_allclose(incumbent_error(score * 100, report * 100, "error"), [[40.0, 20.0, 20.0]])
     np.testing.assert_allclose(incumbent_error(score, -np.log(np.asarray([[1e-2, 1e-3, 1e-4]])), "log_mse"),
                                [[-2.0, -3.0, -3.0]])  # fmt: skip
+    np.testing.assert_allclose(incumbent_error(-score, -report, "rmse"), [[0.6, 0.6, 0.6]])  # -RMSE: higher is better
     runs = {"t1": {"a": np.asarray([[1.0, 1.0]]), "b": np.asarray([[2.0, 0.5]])},
             "t2": {"a": np.asarray([[1.0, 1.0]]), "b": np.asarray([[3.0, 2.0]]), "c": np.zeros((1, 2))}}  # fmt: skip
     methods, ranks = mean_ranks(runs)

@@ -6,7 +6,9 @@ the parameters file by ``scripts.meta_train``, or random strings), then every st
 
 1. fine-tune the meta-learned kernel parameters on the target's observations so far
    (``finetune_steps`` Adam steps on the marginal likelihood, eq. 3, always from the meta-learned ``w``);
-   the dataset encoder phi reads the same observations (``surrogates.set_encoder``);
+   the dataset encoder phi reads the same observations (``surrogates.set_encoder``), or, for a model
+   meta-trained on raw data (``dataset_input="data"``), one fixed draw of the target's training rows
+   (``surrogates.task_data``; the benchmark named by ``task_data``);
 2. compute the GP posterior (eqs. 1-2) of EVERY unqueried string of the space (exhaustive acquisition,
    as the paper does on NAS-Bench-201) and query the ``batch_size`` best by EI or UCB. Spaces of more
    than ``exhaustive_limit`` strings (NAS-Bench-101's 423k cells) score mutation and/or random
@@ -21,7 +23,8 @@ Options (``TNASOptions``): ``params_file`` (``""``: a randomly initialized kerne
 no source design), ``meta_learned`` (False: the file's model and design with random weights, the
 "TNAS without meta-learning" ablation), ``initial_design`` (``auto | top | random``), ``num_init``,
 ``acquisition`` (``ei | ucb``), ``beta``, ``finetune_steps``, ``finetune_lr``, ``finetune_scope`` (``net``:
-phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparameters only), ``init_seed``;
+phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparameters only), ``init_seed``
+(the random kernel's and the data draw's key), ``task_data`` (the target's benchmark, read by a raw-data phi);
 ``acq_opt`` (``auto``: ``exhaustive`` up to ``exhaustive_limit`` strings, else ``mutation_random``; or
 ``exhaustive | mutation | random | mutation_random``) with ``num_candidates``, ``patience``, ``max_edits``
 and ``num_random`` as in the BO loop (``nas.searchers.bo``).
@@ -48,6 +51,7 @@ from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
 from surrogates.meta_params import load_params
 from surrogates.meta_training import all_strings, init_params_jit
+from surrogates.task_data import data_pool, draw_rows
 
 DESIGNS = ("auto", "top", "random")
 TNAS_ACQUISITIONS = ("ei", "ucb")
@@ -68,6 +72,7 @@ class TNASOptions(SearcherOptions):
     finetune_lr: float = 1e-3
     finetune_scope: str = "net"
     init_seed: int = 0
+    task_data: str = ""
     acq_opt: str = "auto"
     exhaustive_limit: int = 100_000
     num_candidates: int = 100
@@ -114,7 +119,7 @@ class TNAS(Searcher):
 
     def setup(self):
         o, space = self.options, self.space
-        design, self.params_sha256 = None, ""
+        design, self.params_sha256, meta = None, "", {}
         if o.params_file:
             w, cfg, meta, design, _ = load_params(o.params_file)
             self.params_sha256 = file_sha256(o.params_file)
@@ -140,15 +145,31 @@ class TNAS(Searcher):
         else:  # example inputs for the shapes of a random kernel
             tokens = np.asarray(jax.vmap(space.sample)(jax.random.split(jax.random.PRNGKey(o.init_seed), 2)))
         arch_x = jax.vmap(lambda t: dk.arch_inputs(cfg, space, t))(jnp.asarray(tokens))
-        feats = jax.vmap(lambda t: space.features(t, "onehot"))(jnp.asarray(tokens))
+        example = jax.vmap(lambda t: space.features(t, "onehot"))(jnp.asarray(tokens[:2]))
+        self.task_set = None
+        if dk.uses_data(cfg):
+            self.task_set = self._task_set(cfg, meta.get("sources", []))
+            example = self.task_set[0]
         if w is None or not o.meta_learned:
-            w = init_params_jit(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], feats[:2])
+            w = init_params_jit(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], example)
         self.cfg, self.w, self.design_kind = cfg, w, kind
         self.design = None if design is None else np.asarray(design[: o.num_init], np.int32)
         if self.acq_opt == "exhaustive":
             self.all_tokens = tokens
             self.all_ids = np.asarray(jax.vmap(space.string_id)(jnp.asarray(tokens)))
             self.all_z = np.asarray(jax.jit(lambda p, x: dk.arch_embeddings(p, cfg, x))(w, arch_x))
+
+    def _task_set(self, cfg, sources):
+        """phi's set for a raw-data model: ``cfg.data_rows`` rows of the ``task_data`` benchmark's pool."""
+        from spaces.benchmarks.registry import make_benchmark
+
+        o = self.options
+        if not o.task_data:
+            raise ValueError("this TNAS model's dataset encoder reads raw data: set task_data to the target benchmark")
+        if o.task_data in sources:
+            raise ValueError(f"task_data {o.task_data!r} is a source task of the model; it must name the target")
+        pool = data_pool(make_benchmark(o.task_data), cfg.data_columns)
+        return tuple(np.asarray(a) for a in draw_rows(jax.random.PRNGKey(o.init_seed), *pool, cfg.data_rows))
 
     @property
     def identity(self) -> str:
@@ -191,9 +212,11 @@ class TNAS(Searcher):
         o, cfg = self.options, self.cfg
         mask = (jnp.arange(self.capacity) < state.count) & jnp.isfinite(state.scores)
         y = jnp.where(mask, state.scores, 0.0)
-        feats = jax.vmap(lambda t: self.space.features(t, "onehot"))(state.tokens)
         data = (state.z_arch, y, mask)
-        set_args = (feats, y, mask)
+        if self.task_set is not None:  # raw data samples of the target
+            set_args = tuple(jnp.asarray(a) for a in self.task_set)
+        else:  # the observations so far
+            set_args = (jax.vmap(lambda t: self.space.features(t, "onehot"))(state.tokens), y, mask)
         w = dk.finetune(self.w, cfg, *data, *set_args, o.finetune_steps, o.finetune_lr, True, o.finetune_scope)
         best = jnp.max(jnp.where(mask, state.scores, -jnp.inf))
         k_cand, k_acq, k_fill = jax.random.split(key, 3)  # k_acq: unused by EI and UCB

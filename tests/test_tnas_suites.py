@@ -153,6 +153,7 @@ def test_tnas_figures_errors_follow_the_validation_incumbent_and_rank_over_targe
     np.testing.assert_allclose(incumbent_error(score, -np.log(np.asarray([[1e-2, 1e-3, 1e-4]])), "log_mse"),
                                [[-2.0, -3.0, -3.0]])  # fmt: skip
     np.testing.assert_allclose(incumbent_error(-score, -report, "rmse"), [[0.6, 0.6, 0.6]])  # -RMSE: higher is better
+    np.testing.assert_allclose(incumbent_error(-score, -report, "valid_rmse"), [[0.5, 0.5, 0.5]])
     runs = {"t1": {"a": np.asarray([[1.0, 1.0]]), "b": np.asarray([[2.0, 0.5]])},
             "t2": {"a": np.asarray([[1.0, 1.0]]), "b": np.asarray([[3.0, 2.0]]), "c": np.zeros((1, 2))}}  # fmt: skip
     methods, ranks = mean_ranks(runs)

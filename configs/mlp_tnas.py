@@ -2,7 +2,7 @@
 leave one task out over the real-training MLP tasks (``spaces.benchmarks.mlp_training``: the 10
 hyperparameters of ``spaces.hpo.mlp_space``, 4.1M strings). The argument names the target (diabetes,
 boston or naval); the other two are the source tasks, trained on 2,000 sampled configurations each during
-meta-training (about 2 minutes on a 2-core CPU):
+meta-training (36-44 s on an idle 2-core CPU with a warm compilation cache, about 2 minutes cold):
 
     python -m scripts.meta_train --config configs/mlp_tnas.py:diabetes --workdir /tmp/nasjax_tnas/mlp_diabetes
     python -m scripts.train --config configs/mlp_tnas.py:diabetes --workdir /tmp/tnas_mlp_diabetes

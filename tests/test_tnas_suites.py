@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from configs import hpobench_tnas, hpolib_tnas, mlp_tnas, nasbench_graph_tnas
+from nas import cli
 from nas.runner import make_search
 from nas.searcher import make_searcher
 from scripts.tnas_settings import settings
@@ -66,6 +67,11 @@ def test_mlp_config_reads_raw_data_and_leaves_the_target_out():
     assert not settings(mlp_tnas.get_config("naval,no_phi"))[3].use_dataset_encoder
     with pytest.raises(ValueError, match="choose one of"):
         mlp_tnas.get_config("naval,images")
+    for field, value in (("failed_scores", "ignore"), ("num_strings", 1)):
+        bad = mlp_tnas.get_config("naval")
+        bad.meta[field] = value
+        with pytest.raises(cli.ConfigError, match=f"config.meta.{field}"):
+            settings(bad)
 
 
 def test_nasbench_graph_meta_training_and_search_over_every_architecture(tmp_path):

@@ -9,11 +9,11 @@ Lee, Lee, Kim, Kosiorek, Choi & Teh (2019), "Set Transformer", Section 3: multih
 
 as TNAS uses it (Shala, Elsken, Hutter & Grabocka, 2023, Section 3.1; the architecture of Lee et al.
 2021, MetaD2A). **Deviation from the paper**: TNAS encodes a dataset from its raw data samples (images per
-class, two stacked set transformers). The NAS-Bench-201 tasks here exist only as tables (no images), so
-the set describing a task is its observed (architecture one-hot, standardized validation score) pairs:
-random subsets of a source task's table during meta-training, the target's queries so far at meta-test.
-The encoder then says "which architectures are good on this task", the information a data-based encoder
-is meant to predict.
+class, two stacked set transformers). The tasks of the tabular suites (NAS-Bench-201, HPOBench, HPOLib,
+NAS-Bench-Graph) exist here only as tables (no images, no data), so the set describing a task is its
+observed (architecture one-hot, standardized validation score) pairs: random subsets of a source task's
+table during meta-training, the target's queries so far at meta-test. The encoder then says "which
+architectures are good on this task", the information a data-based encoder is meant to predict.
 
 Where a task's raw data exist (the real-training tasks ``mlp/<dataset>``: scikit-learn's diabetes, UCI
 Boston and Naval), ``DataSetEncoder`` reads data samples as the paper does, with tabular rows in place of

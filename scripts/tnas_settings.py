@@ -11,6 +11,7 @@ PARAMS_NAME = "tnas_params.npz"
 def settings(config):
     """(target, suite, ReptileConfig, DeepKernelConfig, meta dict) from the config; ConfigError when malformed."""
     from surrogates.deep_kernel import DeepKernelConfig
+    from surrogates.meta_training import FAILED_SCORES
     from surrogates.reptile import ReptileConfig
 
     cfg = config.to_dict()
@@ -31,6 +32,7 @@ def settings(config):
     meta.setdefault("failed_scores", "error")  # "worst": a diverged real training takes its task's worst score
     if not isinstance(meta["num_strings"], int) or meta["num_strings"] < 2:
         raise cli.ConfigError("config.meta.num_strings must be an integer >= 2")
-    if meta["failed_scores"] not in ("error", "worst"):
-        raise cli.ConfigError(f"config.meta.failed_scores must be 'error' or 'worst', got {meta['failed_scores']!r}")
+    if meta["failed_scores"] not in FAILED_SCORES:
+        got = meta["failed_scores"]
+        raise cli.ConfigError(f"config.meta.failed_scores must be one of {list(FAILED_SCORES)}, got {got!r}")
     return cfg["benchmark"], suite, rep, model, meta

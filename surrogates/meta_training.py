@@ -41,7 +41,11 @@ def source_tasks(suite: Sequence[str], target: str) -> list[str]:
     return sources
 
 
-def all_strings(space, limit: int = 100_000) -> np.ndarray:
+ALL_STRINGS_LIMIT = 100_000  # spaces up to this size are listed whole (exhaustive acquisition, meta-training)
+FAILED_SCORES = ("error", "worst")  # non-finite source scores: refused (tables) or the task's worst (training)
+
+
+def all_strings(space, limit: int = ALL_STRINGS_LIMIT) -> np.ndarray:
     """int32[R, N]: one string per configuration of a small space (the first valid string of each string id,
     in id order; exhaustive acquisition). Spaces whose strings name each configuration once (NB201, the
     tables of HPOLib and HPOBench) give all their strings; NAS-Bench-Graph gives one per table row."""
@@ -57,7 +61,7 @@ def all_strings(space, limit: int = 100_000) -> np.ndarray:
     return tokens[first[uniq >= 0]]
 
 
-def meta_strings(space, limit: int = 100_000, num_sampled: int = 20_000, seed: int = 0) -> np.ndarray:
+def meta_strings(space, limit: int = ALL_STRINGS_LIMIT, num_sampled: int = 20_000, seed: int = 0) -> np.ndarray:
     """The strings meta-training reads: ``all_strings`` of a space of at most ``limit`` strings, else
     ``num_sampled`` distinct valid strings drawn uniformly with a fixed key (NAS-Bench-101's 423k cells;
     the source tables score them all, the top design is the best of the sample)."""
@@ -70,9 +74,6 @@ def meta_strings(space, limit: int = 100_000, num_sampled: int = 20_000, seed: i
     if len(first) < num_sampled:
         raise ValueError(f"drew {len(first)} distinct strings of {space.name!r}, not {num_sampled}: lower num_sampled")
     return tokens[first]
-
-
-FAILED_SCORES = ("error", "worst")
 
 
 def build_meta_data(
@@ -143,7 +144,7 @@ def meta_train(
         "outer_steps": outer_steps,
         "reptile": dataclasses.asdict(rep_cfg),
     }
-    if space.size > 100_000 or failed_scores != "error":  # recorded where they change the meta-data
+    if space.size > ALL_STRINGS_LIMIT or failed_scores != "error":  # recorded where they change the meta-data
         meta.update(num_strings=num_strings, failed_scores=failed_scores)
     key = jax.random.PRNGKey(seed)
     start = 0

@@ -110,13 +110,13 @@ def sample_task_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig, dk_cfg
     num_tasks, num_rows = data.scores.shape
     q = jax.random.randint(k_task, (), 0, num_tasks)
     rows = jax.random.choice(k_rows, num_rows, (cfg.batch_size,), replace=False)
-    set_rows = jax.random.choice(k_set, num_rows, (cfg.set_max,), replace=False)
-    size = jax.random.randint(k_size, (), cfg.set_min, cfg.set_max + 1)
-    set_mask = jnp.arange(cfg.set_max) < size
     y = data.scores[q, rows]
     batch = (data.arch_x[rows], y, jnp.ones_like(y, bool))
     if uses_data(dk_cfg):
         return q, batch + draw_rows(k_set, data.data_x[q], data.data_y[q], data.data_mask[q], dk_cfg.data_rows)
+    set_rows = jax.random.choice(k_set, num_rows, (cfg.set_max,), replace=False)
+    size = jax.random.randint(k_size, (), cfg.set_min, cfg.set_max + 1)
+    set_mask = jnp.arange(cfg.set_max) < size
     return q, batch + (data.features[set_rows], data.scores[q, set_rows], set_mask)
 
 

@@ -82,18 +82,22 @@ class PMA(nn.Module):
         return MAB(self.dim, self.heads, name="mab_pool")(seeds, nn.Dense(self.dim)(z), mask)
 
 
-class SetEncoder(nn.Module):
-    """phi: (features f32[S, F], scores f32[S], mask bool[S]) -> f32[out_dim].
-
-    Scores are standardized over the set's real elements before encoding (the GP sees standardized
-    targets too), so phi describes the shape of a task's response, not its units.
-    """
+class _SetTransformer(nn.Module):
+    """The sizes both encoders share: width, inducing points, heads, ISAB blocks, output size."""
 
     dim: int = 32
     num_inducing: int = 8
     heads: int = 4
     num_blocks: int = 2
     out_dim: int = 16
+
+
+class SetEncoder(_SetTransformer):
+    """phi: (features f32[S, F], scores f32[S], mask bool[S]) -> f32[out_dim].
+
+    Scores are standardized over the set's real elements before encoding (the GP sees standardized
+    targets too), so phi describes the shape of a task's response, not its units.
+    """
 
     @nn.compact
     def __call__(self, features, scores, mask):
@@ -109,18 +113,12 @@ class SetEncoder(nn.Module):
         return nn.Dense(self.out_dim)(pooled)
 
 
-class DataSetEncoder(nn.Module):
+class DataSetEncoder(_SetTransformer):
     """phi over raw data: (x f32[R, C], y f32[R], mask bool[R, C]) -> f32[out_dim].
 
     ``mask`` marks the real cells (real row and real column); padded columns are all-False and drop out of
     the pooling over columns. ``x`` and ``y`` come standardized (``spaces.benchmarks.uci``).
     """
-
-    dim: int = 32
-    num_inducing: int = 8
-    heads: int = 4
-    num_blocks: int = 2
-    out_dim: int = 16
 
     @nn.compact
     def __call__(self, x, y, mask):

@@ -50,7 +50,7 @@ from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_miss
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
 from surrogates.meta_params import load_params
-from surrogates.meta_training import all_strings, init_params_jit
+from surrogates.meta_training import ALL_STRINGS_LIMIT, all_strings, init_params_jit
 from surrogates.task_data import data_pool, draw_rows
 
 DESIGNS = ("auto", "top", "random")
@@ -74,7 +74,7 @@ class TNASOptions(SearcherOptions):
     init_seed: int = 0
     task_data: str = ""
     acq_opt: str = "auto"
-    exhaustive_limit: int = 100_000
+    exhaustive_limit: int = ALL_STRINGS_LIMIT
     num_candidates: int = 100
     patience: int = 5
     max_edits: int = 2

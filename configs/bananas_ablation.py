@@ -12,7 +12,7 @@ variant changes one component of the default ``bananas`` (path, ensemble, ITS, 1
 """
 
 from configs import default
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 
 def get_config(arg=None):

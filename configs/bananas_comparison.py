@@ -16,7 +16,7 @@ encoding, EI, the same candidates as ``bananas``.
 """
 
 from configs import default
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 
 def get_config(arg=None):

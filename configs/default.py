@@ -13,7 +13,7 @@ With NAS-Bench-201's test accuracies it reports test error:
 
 import ml_collections
 
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 
 def get_config(arg=None):

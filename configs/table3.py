@@ -26,7 +26,7 @@ slower than ReMAADE (500 trials in ~2.5 minutes on a 2-core CPU); to run it alon
 """
 
 from configs import default
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 BENCHMARKS = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16", "hpolib/naval_propulsion", "nb101")
 

@@ -11,7 +11,7 @@ reference; all policy-gradient variants use B = 30, alpha = 1e-2, d = 36, S = 1;
 """
 
 from configs.table3 import REACTS, REMAADE, base_config
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 
 def get_config(arg=None):

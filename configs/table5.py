@@ -11,7 +11,7 @@ configurations; 3,200 queries are 5% of it); NAS-Bench-201 (15,625 cells, 20%) s
 """
 
 from configs.table3 import REMAADE, base_config
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 NUM_ORDERS = (1, 2, 4, 6, 8, 16, 256)
 

@@ -1,4 +1,4 @@
-"""Optuna's TPE (Bergstra et al., 2011; the ``tpe`` peer of ``nas.peers``) on a tabular benchmark, with the
+"""Optuna's TPE (Bergstra et al., 2011; the ``tpe`` peer of ``nas.experiment.peers``) on a tabular benchmark, with the
 settings of ``configs/bananas_comparison.py`` (150 queries, seed-mean validation, the same trial seeds), so
 its numbers sit next to BANANAS, GP-BO, regularized evolution, local search and random search:
 
@@ -13,7 +13,7 @@ trials than the 100 of ``bananas_comparison``; trial ``i`` uses the same key in 
 """
 
 from configs import bananas_comparison
-from nas.experiment_config import searcher_configs
+from nas.experiment.config import searcher_configs
 
 
 def get_config(arg=None):

@@ -3,8 +3,8 @@
     python -m scripts.bench_bo --searchers=gp_bo --seeds=100 --queries=150
     python -m scripts.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
 
-Each searcher runs ``nas.host_loop.run_chunked`` (compiled chunks cut at the padded-data
-buckets, seeds split over the devices as ``nas.devices.shard_keys`` decides) ``--repeats`` times
+Each searcher runs ``nas.engine.host_loop.run_chunked`` (compiled chunks cut at the padded-data
+buckets, seeds split over the devices as ``nas.engine.devices.shard_keys`` decides) ``--repeats`` times
 with new seeds each time: the first run includes compilation (or loading compiled programs from
 ``JAX_COMPILATION_CACHE_DIR``), later ones reuse the compiled programs. Prints per run: wall
 time, the time spent in XLA compilation and the number of compilations (jax's monitoring events;
@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from absl import app, flags
 
-from nas.devices import seed_mesh_size, shard_keys, use_cpu_cores
+from nas.engine.devices import seed_mesh_size, shard_keys, use_cpu_cores
 from scripts.compile_stats import CompileStats
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["bananas", "gp_bo"], "searchers to time")
@@ -46,9 +46,9 @@ def _peak_mb() -> float:
 
 
 def bench_one(name: str, bench, stats: CompileStats) -> list[dict]:
-    from nas.host_loop import chunk_bounds, run_chunked
-    from nas.runner import incumbent_curve
-    from nas.searcher import make_searcher
+    from nas.core.searcher import make_searcher
+    from nas.engine.host_loop import chunk_bounds, run_chunked
+    from nas.engine.incumbent import incumbent_curve
 
     opts = json.loads(_OPTIONS.value)
     if _EPOCHS.value and name == "bananas":

@@ -37,12 +37,13 @@ def run_one(name: str, kwargs: dict) -> dict:
     import jax
     import numpy as np
 
-    from nas.compiler_memory import trim_after_compiles
-    from nas.devices import shard_keys, use_cpu_cores
+    from nas.engine.compiler_memory import trim_after_compiles
+    from nas.engine.devices import shard_keys, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
-    from nas.runner import incumbent_curve, make_search
-    from nas.searcher import make_searcher
+    from nas.core.searcher import make_searcher
+    from nas.engine.incumbent import incumbent_curve
+    from nas.engine.runner import make_search
     from spaces.benchmarks.registry import make_benchmark
 
     trim_after_compiles()  # as the host loop does

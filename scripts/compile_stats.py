@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from nas.compiler_memory import BACKEND_COMPILE_EVENT
+from nas.engine.compiler_memory import BACKEND_COMPILE_EVENT
 
 
 class CompileStats:

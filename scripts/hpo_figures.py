@@ -3,7 +3,7 @@
     python -m scripts.hpo_figures --workdirs=/tmp/hpo_boston,/tmp/hpo_naval --out=docs/figures/hpo_mlp.png
 
 For each workdir (one data set) and searcher (``history/<label>.npz``): validation and test RMSE of the
-incumbent (the best validation RMSE so far, ``nas.runner.incumbent_curve``) after 30 / 70 / 100
+incumbent (the best validation RMSE so far, ``nas.engine.incumbent.incumbent_curve``) after 30 / 70 / 100
 evaluations, mean +- standard error over trials; the failed-evaluation rate (scores of ``-inf``: diverged
 training); wall minutes (``elapsed_s`` of the searcher's last chunk in ``metrics.jsonl``, compiles
 included). Prints one markdown table per data set and draws the mean validation- and test-RMSE curves
@@ -34,7 +34,7 @@ NAMES = {
 
 def incumbent(score: np.ndarray, report: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[T, Q] validation RMSE and test RMSE of the incumbent after each evaluation (inf before any success)."""
-    from nas.runner import incumbent_curve
+    from nas.engine.incumbent import incumbent_curve
 
     best, rep = incumbent_curve(np.asarray(score), np.asarray(report))
     return -np.asarray(best, np.float64), -np.asarray(rep, np.float64)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from absl import flags
 from ml_collections import config_flags
 
-from nas import cli
+from nas.experiment import cli
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file (configs/language_search.py[:task]).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (created; reused to resume).")
@@ -31,10 +31,10 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv):
     if len(argv) > 1:
         raise cli.ConfigError(f"unexpected arguments {argv[1:]}; flags look like --config.num_trials=2")
-    from nas.host_experiment import format_summary, run_host_experiment, validate_host_config
+    from nas.experiment.host_experiment import format_summary, run_host_experiment, validate_host_config
 
     validate_host_config(_CONFIG.value)
-    from nas.devices import enable_compilation_cache
+    from nas.engine.devices import enable_compilation_cache
 
     enable_compilation_cache(_COMPILATION_CACHE.value)
     summary = run_host_experiment(_CONFIG.value, _WORKDIR.value)

@@ -20,7 +20,7 @@ import os
 import numpy as np
 from absl import app, flags
 
-from nas.host_search import incumbent_curves
+from nas.host.host_search import incumbent_curves
 from spaces.files import save_figure
 
 FLAGS = flags.FLAGS

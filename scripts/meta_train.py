@@ -17,7 +17,7 @@ import os
 from absl import flags
 from ml_collections import config_flags
 
-from nas import cli
+from nas.experiment import cli
 from scripts.tnas_settings import PARAMS_NAME, settings
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "TNAS config file (configs/<suite>_tnas.py:<target>).")

@@ -1,6 +1,6 @@
 """Many seeds of one searcher on every device of one host or of many hosts, in one compiled call.
 
-The seed axis is the mesh axis ``"seeds"`` (``nas.devices.seed_mesh``): each device runs its
+The seed axis is the mesh axis ``"seeds"`` (``nas.engine.devices.seed_mesh``): each device runs its
 share of the seeds, nothing crosses devices, and the numbers equal a one-device run. The same
 command runs on one CPU, the GPUs of a host, or every host of a cluster (docs/scale.md)::
 
@@ -35,7 +35,9 @@ _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry n
 _SEEDS = flags.DEFINE_integer("num_seeds", 512, "Seeds (a multiple of the devices across hosts).")
 _QUERIES = flags.DEFINE_integer("max_queries", 150, "Queries per seed.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seeds are jax.random.split(PRNGKey(seed), num_seeds).")
-_DISTRIBUTED = flags.DEFINE_bool("distributed", False, "Join a multi-process run (nas.devices.initialize_distributed).")
+_DISTRIBUTED = flags.DEFINE_bool(
+    "distributed", False, "Join a multi-process run (nas.engine.devices.initialize_distributed)."
+)
 _CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 0, "CPU devices when running on the CPU (0 = one per core).")
 _OUT = flags.DEFINE_string("out", "", "Write the histories here (.npz, process 0); '' = do not write.")
 
@@ -56,13 +58,13 @@ def parse_options(items: list[str]) -> dict:
 
 def main(argv):
     del argv
-    from nas.devices import gather_seeds, initialize_distributed, shard_keys, use_cpu_cores
+    from nas.engine.devices import gather_seeds, initialize_distributed, shard_keys, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation (the CPU backend only)
     if _DISTRIBUTED.value:
         initialize_distributed()
-    from nas.runner import make_search
-    from nas.searcher import make_searcher
+    from nas.core.searcher import make_searcher
+    from nas.engine.runner import make_search
     from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark(_BENCH.value)

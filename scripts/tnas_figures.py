@@ -53,7 +53,7 @@ def incumbent_error(score: np.ndarray, report: np.ndarray, kind: str = "error") 
     """The reported error of the best-by-validation query so far, f32[trials, T] (lower is better):
     ``100 - accuracy`` (%), ``100 (1 - accuracy)`` for fractions, ``log10 MSE`` for scores ``-log MSE`` or
     ``RMSE`` for scores ``-RMSE`` (``valid_rmse``: the validation score itself, not the report)."""
-    from nas.runner import incumbent_curve
+    from nas.engine.incumbent import incumbent_curve
 
     if kind == "valid_rmse":
         report, kind = score, "rmse"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from nas import cli
+from nas.experiment import cli
 
 PARAMS_NAME = "tnas_params.npz"
 

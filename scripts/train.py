@@ -26,13 +26,15 @@ from __future__ import annotations
 from absl import flags
 from ml_collections import config_flags
 
-from nas import cli
+from nas.experiment import cli
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<name>.py[:arg]).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (created; reused to resume).")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Draw a progress bar on stderr.")
 _CPU_DEVICES = flags.DEFINE_integer(
-    "cpu_devices", 0, "JAX CPU devices to split the seeds over (0 = one per core; 1 = no split). See nas/devices.py."
+    "cpu_devices",
+    0,
+    "JAX CPU devices to split the seeds over (0 = one per core; 1 = no split). See nas/engine/devices.py.",
 )
 _COMPILATION_CACHE = flags.DEFINE_string(
     "compilation_cache",
@@ -40,7 +42,7 @@ _COMPILATION_CACHE = flags.DEFINE_string(
     "JAX persistent compilation cache directory ('' = off).",
 )
 _DISTRIBUTED = flags.DEFINE_bool(
-    "distributed", False, "Join a multi-process run (jax.distributed.initialize; see nas/devices.py)."
+    "distributed", False, "Join a multi-process run (jax.distributed.initialize; see nas/engine/devices.py)."
 )
 flags.mark_flags_as_required(["config", "workdir"])
 
@@ -50,14 +52,14 @@ def main(argv):
         raise cli.ConfigError(f"unexpected arguments {argv[1:]}; flags look like --config.num_trials=100")
     if _CPU_DEVICES.value < 0:
         raise cli.ConfigError(f"--cpu_devices must be >= 0 (0 = one per core), got {_CPU_DEVICES.value}")
-    from nas.devices import enable_compilation_cache, initialize_distributed, is_lead, use_cpu_cores
+    from nas.engine.devices import enable_compilation_cache, initialize_distributed, is_lead, use_cpu_cores
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     if _DISTRIBUTED.value:
         initialize_distributed()
     enable_compilation_cache(_COMPILATION_CACHE.value)
-    from nas.experiment import run_experiment
-    from nas.report import format_table
+    from nas.experiment.report import format_table
+    from nas.experiment.run import run_experiment
 
     summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
     if not is_lead():

@@ -116,7 +116,7 @@ class Space:
         """Every string is valid and its ``string_id`` is its grid row (``mixed_radix``), one id per string.
 
         True for a plain product of categoricals (none of the methods that define ids is overridden);
-        searchers then draw unseen strings as integers (``nas.unseen_draw``). A subclass that overrides
+        searchers then draw unseen strings as integers (``nas.core.unseen_draw``). A subclass that overrides
         them keeps False unless it sets this property itself.
         """
         cls = type(self)

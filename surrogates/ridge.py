@@ -9,7 +9,7 @@ to a fixed capacity compiles once.
 
 The SPD solve is a Cholesky factorisation written in JAX (``lax.fori_loop`` over columns)
 rather than LAPACK: jaxlib's batched CPU LAPACK kernels deadlocked when many seeds ran at once
-(see ``nas/devices.py``), and this system is at most a few hundred rows.
+(see ``nas/engine/devices.py``), and this system is at most a few hundred rows.
 """
 
 from __future__ import annotations

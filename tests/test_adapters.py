@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from nas.ask_tell import Study
+from nas.host.ask_tell import Study
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}
 EVO = dict(population_size=8, tournament_size=3)

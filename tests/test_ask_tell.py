@@ -1,4 +1,4 @@
-"""Host ask/tell (nas.ask_tell.Study) with objectives written in Python."""
+"""Host ask/tell (nas.host.ask_tell.Study) with objectives written in Python."""
 
 import itertools
 from concurrent.futures import ThreadPoolExecutor
@@ -7,9 +7,9 @@ import jax
 import numpy as np
 import pytest
 
-from nas.ask_tell import Study
-from nas.runner import make_search
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.runner import make_search
+from nas.host.ask_tell import Study
 from spaces.benchmarks.registry import make_benchmark
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.host_loop import chunk_bounds, run_chunked
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.host_loop import chunk_bounds, run_chunked
 from nas.searchers.candidates import first_in_order
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark

@@ -10,10 +10,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SCRIPT = """
 import collections, json, logging, sys, jax
-from nas.devices import use_cpu_cores
+from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(2) == 2
-from nas.host_loop import run_chunked
-from nas.searcher import make_searcher
+from nas.engine.host_loop import run_chunked
+from nas.core.searcher import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 
 compiles = collections.Counter()
@@ -48,14 +48,14 @@ def test_chunks_compile_once_with_seeds_split_over_two_devices():
 
 def test_chunks_update_the_state_in_place_and_release_compiler_memory(monkeypatch):
     """The chunk program takes the run state donated (one copy in memory, not two), and every backend
-    compilation is followed by a release of the compiler's freed heap (``nas.compiler_memory``)."""
+    compilation is followed by a release of the compiler's freed heap (``nas.engine.compiler_memory``)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    from nas import compiler_memory
-    from nas.host_loop import chunk_program, init_program
-    from nas.searcher import make_searcher
+    from nas.core.searcher import make_searcher
+    from nas.engine import compiler_memory
+    from nas.engine.host_loop import chunk_program, init_program
     from spaces.benchmarks.registry import make_benchmark
 
     assert isinstance(compiler_memory.release_freed_memory(), bool)  # the real call (glibc) or a no-op

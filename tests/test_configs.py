@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from nas.experiment import validate_config
+from nas.experiment.run import validate_config
 
 CONFIG_DIR = pathlib.Path(__file__).parent.parent / "configs"
 CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.py") if p.stem != "__init__")
@@ -20,7 +20,7 @@ def test_config_loads_and_validates(name):
     config = module.get_config()
     assert module.__doc__ and "python -m scripts." in module.__doc__, f"configs/{name}.py: docstring lacks its command"
     if "task" in config:  # a host-side search with real training (scripts.language_search)
-        from nas.host_experiment import validate_host_config
+        from nas.experiment.host_experiment import validate_host_config
 
         validate_host_config(config)
     elif "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
@@ -35,7 +35,7 @@ def test_loading_configs_does_not_start_a_jax_backend():
 
     code = (
         "from jax._src import xla_bridge\n"
-        "import configs.table3, configs.bananas_ablation, nas.searchers, nas.experiment\n"
+        "import configs.table3, configs.bananas_ablation, nas.searchers, nas.experiment.run\n"
         "[m.get_config() for m in (configs.table3, configs.bananas_ablation)]\n"
         "print(len(xla_bridge._backends))\n"
     )

@@ -4,8 +4,9 @@ import jax
 import numpy as np
 import pytest
 
-from nas.runner import incumbent_curve, make_search
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.incumbent import incumbent_curve
+from nas.engine.runner import make_search
 from spaces import nb201
 from spaces.benchmarks import nb201 as nb201_tables
 from spaces.benchmarks.registry import make_benchmark

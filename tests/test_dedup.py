@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.dedup import count_repeats, fill_unique, pack_first, seen_add, seen_init
+from nas.core.dedup import count_repeats, fill_unique, pack_first, seen_add, seen_init
 from spaces.base import CategoricalSpace
 
 SPACE = CategoricalSpace("tiny", {"a": [0, 1, 2, 3], "b": [0, 1, 2], "c": ["x", "y"]})  # 24 strings

@@ -1,4 +1,4 @@
-"""Seeds split over CPU devices (nas/devices.py) give the same numbers as one device."""
+"""Seeds split over CPU devices (nas/engine/devices.py) give the same numbers as one device."""
 
 import os
 import subprocess
@@ -7,17 +7,17 @@ import sys
 import numpy as np
 import pytest
 
-from nas.devices import seed_mesh_size
+from nas.engine.devices import seed_mesh_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # runs in a fresh process: the device count is fixed when JAX's backend starts
 _SCRIPT = """
 import sys, jax, numpy as np
-from nas.devices import use_cpu_cores
+from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
-from nas.host_loop import run_chunked
-from nas.searcher import make_searcher
+from nas.engine.host_loop import run_chunked
+from nas.core.searcher import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(3), 4)
@@ -40,10 +40,10 @@ def test_seed_mesh_size_divides_the_seeds():
 # a GP searcher (Cholesky in surrogates.linalg, no LAPACK call) split over the devices
 _GP_SCRIPT = """
 import sys, jax, numpy as np
-from nas.devices import use_cpu_cores
+from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
-from nas.host_loop import run_chunked
-from nas.searcher import make_searcher
+from nas.engine.host_loop import run_chunked
+from nas.core.searcher import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(5), 4)
@@ -113,7 +113,7 @@ def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     import socket
 
     from configs import default
-    from nas.experiment import run_experiment
+    from nas.experiment.run import run_experiment
 
     small = {"num_trials": 8, "max_queries": 12, "only": "random_search", "chunk_steps": 4}
     config = default.get_config()

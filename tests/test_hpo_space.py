@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
 from spaces.hpo import HPOSpace, categorical, floating, grid, integer, mlp_space
 
 
@@ -130,7 +130,7 @@ def test_mlp_space_has_the_papers_ten_documented_hyperparameters():
 @pytest.mark.parametrize("name", ["regularized_evolution", "remaade"])  # mutation and masked sampling
 def test_searchers_run_on_a_conditional_space(name):
     """A synthetic objective (no training): searchers only ever query distinct configurations."""
-    from nas.runner import make_run
+    from nas.engine.runner import make_run
 
     s = toy()
 

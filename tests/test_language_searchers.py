@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from flax import struct
 
-from nas.runner import make_search
-from nas.searcher import available_searchers, make_searcher
+from nas.core.searcher import available_searchers, make_searcher
+from nas.engine.runner import make_search
 from spaces.base import CategoricalSpace, Space
 from spaces.benchmarks.objective import Objective
 from spaces.language import LanguageSpace

@@ -1,5 +1,5 @@
-"""Peer baselines (nas/peers.py): Optuna's TPE on our objectives through the host ask/tell loop and the experiment
-path, on a synthetic objective (no training; the MLP objective is tested in test_mlp_training.py)."""
+"""Peer baselines (nas/experiment/peers.py): Optuna's TPE on our objectives through the host ask/tell loop and the
+experiment path, on a synthetic objective (no training; the MLP objective is tested in test_mlp_training.py)."""
 
 import json
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from flax import struct
 
-from nas import peers
-from nas.experiment import run_experiment
-from nas.experiment_config import ConfigError, searcher_configs, validate_config
+from nas.experiment import peers
+from nas.experiment.config import ConfigError, searcher_configs, validate_config
+from nas.experiment.run import run_experiment
 from spaces.benchmarks.objective import Objective
 from spaces.benchmarks.registry import BENCHMARKS, register_benchmark
 from spaces.hpo import HPOSpace, categorical, floating, grid, integer

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
 from spaces import nb201
 
 TINY = {"batch_size": 6, "max_queries": 18, "d": 8, "rollouts": 3, "sim_epochs": 5, "sim_members": 2}

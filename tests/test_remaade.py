@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.runner import init_state, run_steps
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.runner import init_state, run_steps
 from nas.searchers.policy_gradient import pg_objective
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark

@@ -8,16 +8,16 @@ import sys
 import numpy as np
 import pytest
 
-from nas.searcher import available_searchers
+from nas.core.searcher import available_searchers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SCRIPT = """
 import sys
 from configs import default
-from nas.experiment import run_experiment
-from nas.experiment_config import searcher_configs
-from nas.searcher import available_searchers
+from nas.experiment.run import run_experiment
+from nas.experiment.config import searcher_configs
+from nas.core.searcher import available_searchers
 from tests.searcher_settings import cheap_options
 from tests.test_resume import RESUME_OPTIONS, group_names
 

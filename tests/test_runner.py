@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from configs import default
-from nas import experiment, experiment_config
-from nas.host_loop import auto_chunk_steps, run_chunked
-from nas.report import incumbent_scores, query_points
-from nas.runner import incumbent_curve, make_run, make_search
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.host_loop import auto_chunk_steps, run_chunked
+from nas.engine.incumbent import incumbent_curve, incumbent_scores
+from nas.engine.runner import make_run, make_search
+from nas.experiment import config as experiment_config
+from nas.experiment import run as experiment
+from nas.experiment.report import query_points
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import append_line_atomic
 from tests.test_searchers import build, replay_local_search

@@ -13,8 +13,8 @@ import jax
 import numpy as np
 import pytest
 
-from nas.runner import INIT_FOLD, make_search
-from nas.searcher import available_searchers, make_searcher
+from nas.core.searcher import available_searchers, make_searcher
+from nas.engine.runner import INIT_FOLD, make_search
 from spaces.benchmarks.registry import make_benchmark
 from tests.searcher_settings import cheap_options
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from configs import hpobench_tnas, hpolib_tnas, mlp_tnas, nasbench_graph_tnas
-from nas import cli
-from nas.runner import make_search
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.runner import make_search
+from nas.experiment import cli
 from scripts.tnas_settings import settings
 from spaces.base import CategoricalSpace
 from spaces.benchmarks import nasbench_graph

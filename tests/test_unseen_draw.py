@@ -1,14 +1,15 @@
-"""Exact uniform draws over unqueried strings (nas.unseen_draw) and the sorted queried set (nas.dedup.Seen)."""
+"""Exact uniform draws over unqueried strings (nas.core.unseen_draw) and the sorted queried set
+(nas.core.dedup.Seen)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.dedup import EMPTY, PAD, count_repeats, fill_unique, seen_add, seen_contains, seen_init
-from nas.runner import make_search
-from nas.searcher import make_searcher
-from nas.unseen_draw import decode, draw_distinct_ids, draw_unseen, first_draws, kth_unseen
+from nas.core.dedup import EMPTY, PAD, count_repeats, fill_unique, seen_add, seen_contains, seen_init
+from nas.core.searcher import make_searcher
+from nas.core.unseen_draw import decode, draw_distinct_ids, draw_unseen, first_draws, kth_unseen
+from nas.engine.runner import make_search
 from spaces.base import CategoricalSpace
 from spaces.hpo import mlp_space
 from spaces.nb101 import NB101Space
@@ -77,7 +78,7 @@ def test_draw_distinct_ids_is_a_uniform_ordered_sample():
 
 
 def test_first_draws_equals_pairwise_compare():
-    from nas.dedup import first_occurrence
+    from nas.core.dedup import first_occurrence
 
     cand = jax.random.randint(jax.random.PRNGKey(3), (300,), 0, 200)
     assert (first_draws(cand, 200) == first_occurrence(cand)).all()

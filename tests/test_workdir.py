@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from configs import default
-from nas.experiment import run_experiment, write_reports
-from nas.experiment_config import ConfigError, validate_config
-from nas.workdir import Workdir
+from nas.experiment.config import ConfigError, validate_config
+from nas.experiment.run import run_experiment, write_reports
+from nas.experiment.workdir import Workdir
 
 
 def tiny_config(**over):

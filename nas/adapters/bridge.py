@@ -2,8 +2,8 @@
 
 Optuna and Ray Tune hand out and finish trials by their own ids (an Optuna trial number, a Ray
 trial id string), from several threads, in any order. ``StudyBridge`` maps those ids onto the
-trials of one ``nas.ask_tell.Study`` (the registered searcher asked and told one batch at a
-time, ``nas/ask_tell.py``) under a lock:
+trials of one ``nas.host.ask_tell.Study`` (the registered searcher asked and told one batch at a
+time, ``nas/host/ask_tell.py``) under a lock:
 
 - ``propose(key)`` hands out the next configuration of the searcher's current batch, or None
   when every trial of that batch is out and not yet told (the searcher updates on whole
@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from nas.ask_tell import Study, Trial
-from nas.searcher import make_options
+from nas.core.searcher import make_options
+from nas.host.ask_tell import Study, Trial
 
 
 class BudgetSpent(RuntimeError):

@@ -18,7 +18,7 @@
     )
     tuner.fit()
 
-The searcher runs through ``nas.ask_tell.Study`` (host ask/tell, ``nas/adapters/bridge.py``) on
+The searcher runs through ``nas.host.ask_tell.Study`` (host ask/tell, ``nas/adapters/bridge.py``) on
 the Tune driver; only the configurations travel to the workers.
 
 - **Space.** ``tune.choice`` parameters (nested dicts too: names join with "/"), from
@@ -96,7 +96,7 @@ def _as_domains(space: dict) -> dict:
 
 
 class SearcherSearch(Searcher):
-    """A registered searcher (``nas.searcher.make_searcher``) as a Ray Tune ``Searcher`` (see the module doc).
+    """A registered searcher (``nas.core.searcher.make_searcher``) as a Ray Tune ``Searcher`` (see the module doc).
 
     Args:
       searcher: registered searcher name ("regularized_evolution", "remaade", "bananas", ...).
@@ -177,5 +177,5 @@ class SearcherSearch(Searcher):
 
     @property
     def study(self):
-        """The ``nas.ask_tell.Study`` behind the searcher (None until the first suggestion)."""
+        """The ``nas.host.ask_tell.Study`` behind the searcher (None until the first suggestion)."""
         return self._bridge.study

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from nas.searcher import one_of, positive, register
+from nas.core.searcher import one_of, positive, register
 from nas.searchers.bo import BOOptions, BOSearcher
 from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
 

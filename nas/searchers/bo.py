@@ -21,7 +21,7 @@ Options (``BOOptions``):
 
 Batch: ``num_init`` must be a multiple of ``batch_size`` (the first
 ``num_init / batch_size`` steps are random). No string is queried twice
-(``nas.dedup``); when fewer than ``k`` candidates remain, the rest are fresh
+(``nas.core.dedup``); when fewer than ``k`` candidates remain, the rest are fresh
 random strings.
 
 Compilation (OSS Vizier's padding schedule): the state holds the data at full
@@ -30,7 +30,7 @@ seed, so the host loop runs each range of steps with the same padded size
 ``P = bucket_size(n, C, bucket_multiple)`` as a static variant of the searcher
 (``program_for``): ``P = 0`` steps are random, ``P > 0`` fit on rows ``[:P]``.
 The generic searcher (``variant = None``) fits on all ``C`` rows and decides
-random vs model per step, so ``nas.runner.make_search`` compiles one program.
+random vs model per step, so ``nas.engine.runner.make_search`` compiles one program.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import Seen, seen_add, seen_init
-from nas.searcher import Searcher, SearcherOptions, one_of, positive
+from nas.core.dedup import Seen, seen_add, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, one_of, positive
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from nas.dedup import Seen, fill_unique, pack_first, rank_among, seen_add, seen_contains
+from nas.core.dedup import Seen, fill_unique, pack_first, rank_among, seen_add, seen_contains
 
 ACQ_OPTS = ("mutation", "random", "mutation_random")
 
@@ -118,7 +118,7 @@ def acquisition_candidates(
 
 
 def random_unseen(key: jax.Array, space, seen: Seen, n: int) -> jax.Array:
-    """``n`` distinct valid strings outside ``seen``, uniform (``nas.dedup.fill_unique``)."""
+    """``n`` distinct valid strings outside ``seen``, uniform (``nas.core.dedup.fill_unique``)."""
 
     def propose(k):
         return jax.vmap(space.sample)(jax.random.split(k, max(2 * n, 16)))

@@ -8,7 +8,7 @@ the best neighbour while it improves; stop at a local optimum. Its experiments
 stop_at_minimum=True)`` in naszilla) use these details, which we follow:
 
 1. Start: query ``num_init`` (10) new random strings (uniform over the unqueried strings; an
-   integer draw each where string ids are grid rows, ``nas.unseen_draw``); the best is the centre.
+   integer draw each where string ids are grid rows, ``nas.core.unseen_draw``); the best is the centre.
 2. Query the centre's not-yet-queried neighbours one at a time in a random
    order (the code shuffles the neighbourhood).
    - ``full_neighborhood=False`` (the code's default): move to the first
@@ -18,7 +18,7 @@ stop_at_minimum=True)`` in naszilla) use these details, which we follow:
 3. When the centre has no unqueried neighbour left and none improved, it is a
    local optimum: restart at step 1 with fresh random strings.
 Strings already queried are never queried again (the code keeps a hash dict;
-we keep ``nas.dedup.Seen``), so a neighbour queried earlier is skipped, not
+we keep ``nas.core.dedup.Seen``), so a neighbour queried earlier is skipped, not
 re-scored.
 
 ``batch_size`` B > 1 (an extension): a step queries the next B neighbours in
@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains, seen_init
-from nas.searcher import Searcher, SearcherOptions, positive, register
-from nas.unseen_draw import uniform_unseen
+from nas.core.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.unseen_draw import uniform_unseen
 
 INIT, CLIMB = 0, 1  # phases
 KIND_RANDOM, KIND_NEIGHBOR, KIND_FILLER = 0, 1, 2  # what each asked slot is
@@ -79,7 +79,7 @@ class LocalSearch(Searcher):
     """Hill climbing over ``space.neighbors`` with random restarts."""
 
     Options = LocalSearchOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
+    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
 
     def setup(self):
         probe = jax.ShapeDtypeStruct((self.space.num_tokens,), jnp.int32)  # shapes only: nothing to compile

@@ -17,7 +17,7 @@ the traversal; inactive tokens are not decisions). One simulation (``ask``):
 The tree lives in fixed arrays (``1 + budget`` nodes, a child table ``[nodes, D]``), so ask/tell
 are pure and scan-able. Each simulation stores the length of its tree part; ``tell`` walks the
 path again from the tokens. Differences from the paper's code: an architecture is never
-queried twice (``proposals`` simulations are drawn and the first new one kept, ``nas.dedup``); a
+queried twice (``proposals`` simulations are drawn and the first new one kept, ``nas.core.dedup``); a
 failed evaluation (``-inf``) is backed up as the lowest finite score seen; ``reward_scale=
 "minmax"`` (not the default) maps means to [0, 1] with the range of scores seen, for objectives
 whose scores are not accuracies in [0, 1].
@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import Seen, fill_unique_aux, seen_add, seen_init
-from nas.searcher import Searcher, SearcherOptions, one_of, positive, register
+from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, one_of, positive, register
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ Never re-querying a string (and what happens once the policy has converged):
 ``ask`` draws candidates from the policy (each picks an order from ``Z_S``
 uniformly, eq. 22, samples a valid string, Algorithm 1 line 5) and keeps the
 first ones that were not queried before nor earlier in the batch
-(``nas.dedup.fill_unique_aux``, rounds of ``pool`` candidates, at most
+(``nas.core.dedup.fill_unique_aux``, rounds of ``pool`` candidates, at most
 ``max_rounds`` rounds). A converged policy proposes almost only strings it
 already queried; after ``max_rounds`` rounds the remaining slots are filled
 with uniform random valid strings (``fill_unique``'s fallback). Those are
@@ -56,8 +56,8 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from nas.dedup import Seen, fill_unique_aux, seen_add, seen_init
-from nas.searcher import Searcher, SearcherOptions, one_of, positive
+from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, one_of, positive
 from policies.base import make_policy
 from policies.orderings import make_orderings
 

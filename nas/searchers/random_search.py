@@ -4,11 +4,11 @@ Reproducibility for Neural Architecture Search", the baseline of every NAS compa
 Each query is uniform over the strings not queried yet. On spaces whose string
 ids are grid rows (``Space.ids_are_grid_rows``: NAS-Bench-201, HPO grids) the
 whole run's ids are drawn at ``init`` as a uniformly ordered sample without
-replacement (``nas.unseen_draw.draw_distinct_ids``, what numpy's
+replacement (``nas.core.unseen_draw.draw_distinct_ids``, what numpy's
 ``Generator.choice(replace=False)`` returns) and ``ask`` reads the next ones;
 elsewhere (NAS-Bench-101's isomorphic cells, constrained or conditional spaces)
 rounds of ``pool`` uniform samples are filtered against the queried set
-(``nas.dedup.fill_unique``). Both draw from the same distribution.
+(``nas.core.dedup.fill_unique``). Both draw from the same distribution.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import Seen, fill_unique, seen_add, seen_init
-from nas.searcher import Searcher, SearcherOptions, positive, register
-from nas.unseen_draw import decode, draw_distinct_ids
+from nas.core.dedup import Seen, fill_unique, seen_add, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.unseen_draw import decode, draw_distinct_ids
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ class RandomSearch(Searcher):
     """Uniform samples over valid strings, skipping strings already queried."""
 
     Options = RandomSearchOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
+    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
 
     def setup(self):
         self.grid_rows = self.space.ids_are_grid_rows

@@ -44,7 +44,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from nas.searcher import positive, register
+from nas.core.searcher import positive, register
 from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions
 from policies.orderings import unpermute
 from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, init_ensemble, predict_ensemble

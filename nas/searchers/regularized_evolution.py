@@ -22,8 +22,8 @@ Choices (documented differences from the sources):
   ``num_init=10`` gives that (the population is a ring buffer that fills first,
   then replaces its oldest member).
 - Random strings are uniform over the strings not queried yet: one integer draw each where string
-  ids are grid rows (``nas.unseen_draw``), rejection sampling elsewhere.
-- Never re-query (the library's promise, ``nas.dedup``): a child that was already queried is not spent.
+  ids are grid rows (``nas.core.unseen_draw``), rejection sampling elsewhere.
+- Never re-query (the library's promise, ``nas.core.dedup``): a child that was already queried is not spent.
   ``fill_unique`` draws rounds of ``mutants_per_round`` mutants from fresh
   tournaments and takes the first new string, so the selection pressure is the
   paper's; the sources simply re-query duplicates.
@@ -39,9 +39,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
-from nas.searcher import Searcher, SearcherOptions, positive, register
-from nas.unseen_draw import uniform_unseen
+from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.unseen_draw import uniform_unseen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +87,7 @@ class RegularizedEvolution(Searcher):
     """Aging evolution with tournament selection (Real et al. 2019, Alg. 1)."""
 
     Options = RegularizedEvolutionOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.searcher hooks)
+    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
 
     @property
     def num_init(self) -> int:

@@ -28,7 +28,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from nas.searcher import register
+from nas.core.searcher import register
 from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions, ema_baseline
 
 

@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains, seen_init
-from nas.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, positive, register
 from surrogates.ridge import fit_ridge, predict_ridge
 
 

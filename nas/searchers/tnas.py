@@ -29,7 +29,7 @@ phi, xi and the GP hyperparameters, the default; ``kernel``: the GP hyperparamet
 ``exhaustive | mutation | random | mutation_random``) with ``num_candidates``, ``patience``, ``max_edits``
 and ``num_random`` as in the BO loop (``nas.searchers.bo``).
 
-State: the queried strings, scores, their psi encodings and the ``nas.dedup`` set; one program
+State: the queried strings, scores, their psi encodings and the ``nas.core.dedup`` set; one program
 (data padded to the budget), so it runs unchanged in ``lax.scan`` and under ``vmap``.
 """
 
@@ -44,8 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nas.dedup import Seen, seen_add, seen_contains, seen_init
-from nas.searcher import Searcher, SearcherOptions, one_of, positive, register
+from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
+from nas.core.searcher import Searcher, SearcherOptions, one_of, positive, register
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores

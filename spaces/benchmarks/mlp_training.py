@@ -44,7 +44,7 @@ Training (``score_rows`` -> ``train_segment``):
 Seeds: configuration ``c`` of a query trains with ``fold_in(key, string_id(c))``:
 its score is a deterministic function of the query key and the configuration,
 independent of its batch position and batch mates (up to the float summation order of the
-padding). The runner gives each search step its own key (``nas.runner``), so re-evaluating a configuration at
+padding). The runner gives each search step its own key (``nas.engine.runner``), so re-evaluating a configuration at
 another step draws another training seed (an honest noisy objective).
 """
 

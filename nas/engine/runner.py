@@ -3,7 +3,7 @@
 ``make_search(searcher) -> run(key, objective) -> History`` scans
 ask -> query -> tell until the searcher's query budget is spent. Step ``t``
 uses keys derived with ``jax.random.fold_in(key, t)``, so a run split into
-chunks (the host loop in ``nas.host_loop``) gives exactly the same numbers as
+chunks (the host loop in ``nas.engine.host_loop``) gives exactly the same numbers as
 one uninterrupted scan.
 
 The objective (a table or a training task: ``query(key, tokens[B, N]) ->
@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.searcher import Searcher
+from nas.core.searcher import Searcher
 
 INIT_FOLD = 0x7FFFFFFF  # init key = fold_in(key, INIT_FOLD); step t uses fold_in(key, t)
 
@@ -144,7 +144,7 @@ def make_run(searcher: Searcher, objective):
 
     Many seeds: ``jax.jit(jax.vmap(make_run(s, b)))(keys)``. Closing over a
     table bakes it into the program as a constant: fine for small tables; for
-    large ones (NAS-Bench-101) use ``make_search`` / ``nas.host_loop``, which
+    large ones (NAS-Bench-101) use ``make_search`` / ``nas.engine.host_loop``, which
     pass the objective as an argument.
     """
     search = make_search(searcher)
@@ -153,28 +153,3 @@ def make_run(searcher: Searcher, objective):
         return search(key, objective)
 
     return run
-
-
-def incumbent_index(score: jax.Array) -> jax.Array:
-    """int32[..., T]: the index of the best score among the first ``t + 1`` queries (ties keep the earlier),
-    or -1 while no query has a score above ``-inf``."""
-    score = jnp.asarray(score)
-    score = jnp.where(jnp.isnan(score), -jnp.inf, score)  # a NaN never becomes the incumbent
-    t = jnp.arange(score.shape[-1], dtype=jnp.int32)
-    prev_best = jax.lax.cummax(score, axis=score.ndim - 1)
-    prev_best = jnp.concatenate([jnp.full(score.shape[:-1] + (1,), -jnp.inf, score.dtype), prev_best[..., :-1]], -1)
-    improves = score > prev_best  # strictly better than everything before it (NaN never improves)
-    return jax.lax.cummax(jnp.where(improves, t, -1), axis=score.ndim - 1)
-
-
-def incumbent_curve(score: jax.Array, report_score: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Best-so-far score and the report score of that incumbent, f32[..., T] each.
-
-    The incumbent after ``t + 1`` queries is the query with the best score so
-    far (ties keep the earlier query); before any finite score both are ``-inf``.
-    """
-    idx = incumbent_index(score)
-    safe = jnp.maximum(idx, 0)
-    best = jnp.take_along_axis(jnp.asarray(score), safe, axis=-1)
-    rep = jnp.take_along_axis(jnp.asarray(report_score), safe, axis=-1)
-    return jnp.where(idx >= 0, best, -jnp.inf), jnp.where(idx >= 0, rep, -jnp.inf)

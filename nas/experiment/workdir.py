@@ -2,9 +2,9 @@
 
     config.json             the config of the run (a rerun must agree on what the numbers mean)
     history/<label>.npz     every trial's queries of a finished searcher
-    ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.checkpoint``)
+    ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.engine.checkpoint``)
     metrics.jsonl           one JSON line per compiled chunk and searcher (progress)
-    summary.json, results.csv, curves.png   the reports (``nas.report``)
+    summary.json, results.csv, curves.png   the reports (``nas.experiment.report``)
     .lock                   held by the process that runs in the workdir
 
 Every file is written atomically (``spaces.files``): a kill leaves the old file
@@ -22,8 +22,8 @@ import zipfile
 
 import numpy as np
 
-from nas import report as rep
-from nas.experiment_config import RUN_FIELDS, ConfigError, to_dict
+from nas.experiment import report as rep
+from nas.experiment.config import RUN_FIELDS, ConfigError, to_dict
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")

@@ -1,6 +1,6 @@
 """Experiments with host-side evaluation: searchers x seeds on a language task with real training.
 
-A config (``configs/language_search.py``) has the fields of ``nas.experiment_config`` that a
+A config (``configs/language_search.py``) has the fields of ``nas.experiment.config`` that a
 host search needs, with ``task`` in place of ``benchmark``::
 
     task          a language task (spaces.language.tasks: digits_cnn, diabetes_mlp)
@@ -12,7 +12,7 @@ host search needs, with ``task`` in place of ``benchmark``::
     only          comma-separated searcher labels to run ("" = all)
     searchers     label -> {"name": registered searcher, **its options} (searcher_configs)
 
-``run_host_experiment`` runs each (searcher, trial) with ``nas.host_search.run_host_search``
+``run_host_experiment`` runs each (searcher, trial) with ``nas.host.host_search.run_host_search``
 and saves it as ``runs/<label>_<trial>.npz`` (a rerun in the same workdir skips saved runs),
 then writes ``summary.json``: per searcher and budget, the mean and standard error over trials
 of the incumbent's validation score and of its test score, architectures trained, wall time.
@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from nas.experiment_config import ConfigError, _check_int, get, searcher_options_of, selected_labels, to_dict
-from nas.host_search import incumbent_curves, run_host_search
+from nas.experiment.config import ConfigError, _check_int, get, searcher_options_of, selected_labels, to_dict
+from nas.host.host_search import incumbent_curves, run_host_search
 
 REQUIRED = ("task", "num_trials", "max_queries", "seed", "searchers")
 

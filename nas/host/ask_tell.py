@@ -4,7 +4,7 @@ For objectives that are not JAX (a training script, a simulator, a function
 you write), the same pure searchers run one step at a time from Python, in
 the style of Optuna::
 
-    from nas.ask_tell import Study
+    from nas.host.ask_tell import Study
 
     def objective(p):                       # any callable returning a number
         return (p["lr"] - 0.01) ** 2 + 0.1 * p["layers"]
@@ -32,7 +32,7 @@ becomes the best). ``direction="minimize"`` feeds ``-value`` to the searchers
 and the like with a clear error; ``optimize`` records a NaN or infinite
 objective value as a failed evaluation, with a warning.
 
-Keys follow ``nas.runner.search_step`` (init ``fold_in(key, INIT_FOLD)``, step
+Keys follow ``nas.engine.runner.search_step`` (init ``fold_in(key, INIT_FOLD)``, step
 ``t`` splits ``fold_in(key, t)``), so a Study whose objective reads a table
 proposes exactly the strings of the compiled runner with the same seed.
 """
@@ -51,8 +51,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.runner import INIT_FOLD
-from nas.searcher import make_searcher
+from nas.core.searcher import make_searcher
+from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from nas.engine.incumbent import incumbent_scores
 from spaces.files import save_figure, write_text_atomic
 
 
@@ -41,26 +42,6 @@ def clean(x):
 def write_json(path: str, obj) -> None:
     """``obj`` as indented JSON (numpy values converted, non-finite floats as null), written atomically."""
     write_text_atomic(path, json.dumps(clean(obj), indent=2, sort_keys=False) + "\n")
-
-
-def incumbent_indices(score: np.ndarray) -> np.ndarray:
-    """int[..., Q]: the index of the best-score query among the first q + 1 (``nas.runner.incumbent_index``,
-    in numpy: host code compiles no programs). Ties keep the earlier query, a NaN never becomes the
-    incumbent, -1 while no score is above ``-inf``."""
-    score = np.asarray(score)
-    clean = np.where(np.isnan(score), -np.inf, score)
-    prev_best = np.maximum.accumulate(clean, axis=-1)
-    prev_best = np.concatenate([np.full(score.shape[:-1] + (1,), -np.inf, score.dtype), prev_best[..., :-1]], -1)
-    t = np.arange(score.shape[-1])
-    return np.maximum.accumulate(np.where(clean > prev_best, t, -1), axis=-1)
-
-
-def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
-    """f64[T, Q]: the report score of the incumbent (``incumbent_indices``) among the first q + 1 queries
-    (``nas.runner.incumbent_curve``), ``-inf`` while no score is above ``-inf``."""
-    idx = incumbent_indices(score)
-    rep = np.take_along_axis(np.asarray(report_score), np.maximum(idx, 0), axis=-1)
-    return np.where(idx >= 0, rep, -np.inf).astype(np.float64)
 
 
 def query_points(max_queries: int, every: int) -> list[int]:

@@ -5,7 +5,7 @@ product grid (``Space.ids_are_grid_rows``: NAS-Bench-201, HPOLib, any plain
 product of categoricals), the strings are the integers ``0 .. size-1``, and a
 uniform draw over the ``size - c`` strings outside the ``c`` queried ids is one
 uniform integer ``r`` in ``[0, size - c)`` mapped to the ``r``-th unqueried id
-(0-based). ``nas.dedup.Seen`` keeps the queried ids sorted, ``s_0 < s_1 < ...``;
+(0-based). ``nas.core.dedup.Seen`` keeps the queried ids sorted, ``s_0 < s_1 < ...``;
 the number of unqueried ids below ``s_j`` is ``s_j - j``, so
 
     x = r + #{j : s_j - j <= r}
@@ -13,7 +13,7 @@ the number of unqueried ids below ``s_j`` is ``s_j - j``, so
 is that id: one compare over the queried set, no rejection loop and no
 candidate strings. This is sampling without replacement as in random search
 "without repeated queries" (Li & Talwalkar, 2019); the draw is uniform over the
-unseen strings, the distribution ``nas.dedup.fill_unique`` reaches by
+unseen strings, the distribution ``nas.core.dedup.fill_unique`` reaches by
 rejection from uniform proposals.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nas.dedup import PAD, Seen, fill_unique, seen_insert
+from nas.core.dedup import PAD, Seen, fill_unique, seen_insert
 from spaces.base import Space
 
 
@@ -42,7 +42,7 @@ def decode(space: Space, grid_id: jax.Array) -> jax.Array:
 def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.Array, jax.Array]:
     """``(tokens[n, N], ids[n])``: ``n`` new strings, each uniform over the strings outside ``seen`` and the
     ones drawn before it. Once the space is exhausted a draw is uniform over all strings (a repeat, which
-    reports count, as ``nas.dedup.fill_unique``'s last resort)."""
+    reports count, as ``nas.core.dedup.fill_unique``'s last resort)."""
     if not space.ids_are_grid_rows:
         raise ValueError(f"{space.name}: string ids are not grid rows (constraints or equivalent strings)")
     if n > 1:
@@ -62,7 +62,7 @@ def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.A
 def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int = 16) -> jax.Array:
     """tokens[n, N]: ``n`` new valid strings, each uniform over the strings not queried yet: exact integer
     draws (``draw_unseen``) where string ids are grid rows, else rounds of ``pool`` uniform samples filtered
-    against ``seen`` (``nas.dedup.fill_unique``); the same distribution either way."""
+    against ``seen`` (``nas.core.dedup.fill_unique``); the same distribution either way."""
     if space.ids_are_grid_rows:
         return draw_unseen(key, space, seen, n)[0]
 
@@ -78,7 +78,7 @@ def draw_distinct_ids(key: jax.Array, size: int, n: int, max_rounds: int = 64) -
     before", run on rounds of iid draws (``first_occurrence`` keeps each id's first draw, in order). Rounds
     repeat only while ids are missing (a small ``size``); after ``max_rounds`` the missing slots hold uniform
     draws that may repeat (only when ``n`` comes close to ``size``; with ``n > size`` some must repeat)."""
-    from nas.dedup import EMPTY, pack_slots
+    from nas.core.dedup import EMPTY, pack_slots
 
     m = min(n, 512) + max(16, min(n, 512) // 8)  # draws per round: a few more than the ids needed
 
@@ -105,12 +105,13 @@ def draw_distinct_ids(key: jax.Array, size: int, n: int, max_rounds: int = 64) -
 
 
 def first_draws(cand: jax.Array, size: int) -> jax.Array:
-    """bool[m]: ``cand[i]`` (ids in ``[0, size)``) does not occur at any ``j < i`` (``nas.dedup.first_occurrence``).
+    """bool[m]: ``cand[i]`` (ids in ``[0, size)``) does not occur at any ``j < i``
+    (``nas.core.dedup.first_occurrence``).
 
     Sorting ``cand * 2^b + i`` (one int32 key) puts equal ids next to each other, the earliest first; that
     costs O(m log m) where the pairwise compare costs O(m^2). Ids too large for the packed key use the compare.
     """
-    from nas.dedup import first_occurrence
+    from nas.core.dedup import first_occurrence
 
     m = cand.shape[0]
     bits = max(1, (m - 1).bit_length())

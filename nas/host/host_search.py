@@ -1,12 +1,12 @@
-"""Searches whose evaluation runs on the host: registered searchers, ``nas.ask_tell.Study``, a batch evaluator.
+"""Searches whose evaluation runs on the host: registered searchers, ``nas.host.ask_tell.Study``, a batch evaluator.
 
-The compiled runner (``nas.runner``) needs ``query(key, tokens)`` under jit. Objectives that
+The compiled runner (``nas.engine.runner``) needs ``query(key, tokens)`` under jit. Objectives that
 cannot be traced (networks compiled from a language space, whose shapes depend on the token
 values: ``spaces.language.tasks``) are driven from Python instead: each step the searcher's
 jit-compiled ``ask`` proposes a batch, the host evaluates the whole batch at once
 (``evaluate(tokens[B, N], seeds[B]) -> {"valid", "test", "cost", ...}``, so it can group and
 vmap candidates), and ``tell`` receives the validation scores. ``Study`` keeps the key schedule
-of ``nas.runner.search_step`` and the never-query-twice rule of the searchers.
+of ``nas.engine.runner.search_step`` and the never-query-twice rule of the searchers.
 
 A failed evaluation (``-inf``: an invalid string, a diverged run) is told as a failed trial; the
 searcher sees ``-inf``.
@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nas.ask_tell import Study
-from nas.report import incumbent_indices
+from nas.engine.incumbent import incumbent_indices
+from nas.host.ask_tell import Study
 
 
 def run_host_search(

@@ -3,7 +3,7 @@
 Our searchers are compiled (``lax.scan`` over steps, ``vmap`` over seeds). A
 *peer* is a searcher of another library that proposes one configuration at a
 time from Python; ``run_peer`` runs it on any objective of the contract
-(``spaces.benchmarks.objective``) and returns the ``nas.runner.History`` of our
+(``spaces.benchmarks.objective``) and returns the ``nas.engine.runner.History`` of our
 searchers, so a comparison table shows it beside them. Registered peers:
 
 - ``tpe``: Optuna's tree-structured Parzen estimator (``TPESampler``; Bergstra
@@ -11,7 +11,7 @@ searchers, so a comparison table shows it beside them. Registered peers:
   ReMAADE paper's Table III and Section VIII). Optuna is optional: ``pip install
   optuna`` (requirements-dev.txt).
 
-Protocol, identical to our searchers' (``nas.runner``):
+Protocol, identical to our searchers' (``nas.engine.runner``):
 
 - Seed ``s`` (key ``k_s``) sends its ``t``-th query with the key of runner step
   ``t`` at batch size 1, ``split(fold_in(k_s, t), 3)[1]``; the peer's own RNG is
@@ -31,7 +31,7 @@ Protocol, identical to our searchers' (``nas.runner``):
   ``enqueue_trial``): with ``fallback="mutate"`` (default) the peer's last
   proposal with one active hyperparameter changed (``space.mutate``; mutated
   again until unseen), with ``fallback="uniform"`` a uniform draw
-  (``space.sample``), as our searchers' fallback (``nas.dedup.fill_unique``).
+  (``space.sample``), as our searchers' fallback (``nas.core.dedup.fill_unique``).
   With few "good" trials TPE's Parzen estimator is peaked and its argmax over
   candidates is the incumbent, so on a grid it re-proposes it often (on the
   Section VIII space half to two thirds of its proposals after startup): a uniform fallback
@@ -63,10 +63,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas import checkpoint
-from nas.host_loop import incumbent_stats, show_progress
-from nas.runner import INIT_FOLD, History
-from nas.searcher import SearcherOptions, check_option_names, one_of, positive
+from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
+from nas.engine import checkpoint
+from nas.engine.host_loop import incumbent_stats, show_progress
+from nas.engine.runner import INIT_FOLD, History
 from spaces.base import Space
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
@@ -212,7 +212,7 @@ def make_peer(name: str, space: Space, **options) -> Peer:
 
 @jax.jit
 def query_keys(keys: jax.Array, t: jax.Array) -> jax.Array:
-    """Each seed's query key of runner step ``t`` (``nas.runner.search_step``)."""
+    """Each seed's query key of runner step ``t`` (``nas.engine.runner.search_step``)."""
     return jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, t), 3)[1])(keys)
 
 

@@ -10,10 +10,10 @@ compiled once per (searcher variant, chunk length) and cached.
 
 Between chunks the host draws a progress bar (stderr), reports per-chunk
 metrics through a callback and writes a checkpoint of the whole run state
-(``nas.checkpoint``, atomic).
+(``nas.engine.checkpoint``, atomic).
 
 Chunking never changes numbers: step ``t`` of a seed uses ``fold_in(key, t)``
-(``nas.runner.search_step``), so the keys do not depend on where chunk
+(``nas.engine.runner.search_step``), so the keys do not depend on where chunk
 boundaries fall, and a run resumed from a checkpoint continues exactly where it
 stopped. The objective is passed to the compiled chunk as an argument, so large
 tables are not baked into the program.
@@ -30,12 +30,12 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
-from nas import checkpoint
-from nas.compiler_memory import trim_after_compiles
-from nas.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
-from nas.report import incumbent_indices
-from nas.runner import History, init_state, last_batch_rows, run_steps
-from nas.searcher import Searcher
+from nas.core.searcher import Searcher
+from nas.engine import checkpoint
+from nas.engine.compiler_memory import trim_after_compiles
+from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
+from nas.engine.incumbent import incumbent_indices
+from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
 _CACHE_SIZE = 64
 _PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, what, length) -> jitted fn
@@ -44,7 +44,7 @@ _PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, wha
 def compiled(searcher: Searcher, what: str, length: int, make: Callable[[], Callable]) -> Callable:
     """The jitted program ``make()`` for ``(searcher, what, length)``, cached (LRU) across calls.
 
-    Searchers compare by class, space and options (``nas.searcher``), so a new
+    Searchers compare by class, space and options (``nas.core.searcher``), so a new
     searcher object with the same options reuses the compiled program.
     """
     trim_after_compiles()  # the compiler's freed heap does not add to the run's peak memory
@@ -83,7 +83,7 @@ def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
 def init_program(searcher: Searcher, sharding=None) -> Callable:
     """``keys[S] -> RunState[S]``, compiled once per searcher (and placement).
 
-    ``sharding``: the seed keys' ``NamedSharding`` (``nas.devices``); the state comes out split like
+    ``sharding``: the seed keys' ``NamedSharding`` (``nas.engine.devices``); the state comes out split like
     the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
     """
     opts = searcher.compiler_options()
@@ -101,7 +101,7 @@ def init_program(searcher: Searcher, sharding=None) -> Callable:
 
 def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> Callable:
     """``(keys[S], state[S], objective) -> (state[S], metrics[S, length])``: ``length`` steps of ``searcher``
-    (``rows``: the last step's partial batch, ``nas.runner.search_step``)."""
+    (``rows``: the last step's partial batch, ``nas.engine.runner.search_step``)."""
 
     def make():
         def one(key, state, objective):
@@ -121,7 +121,7 @@ def incumbent_stats(
     """Mean over seeds of the best score among the first ``queries`` and its query's report score.
 
     ``score``/``report_score`` are the whole ``[S, T]`` history buffers (host arrays). The incumbent is
-    ``nas.runner.incumbent_index``'s, computed in numpy (no program to compile between chunks): the
+    ``nas.engine.incumbent.incumbent_index``'s, computed in numpy (no program to compile between chunks): the
     first query with the best non-NaN score (ties keep the earlier query; query 0 while none is above
     ``-inf``). With ``report`` also the mean reported metric of the incumbents.
     """
@@ -174,7 +174,7 @@ def run_chunked(
     """
     bounds = chunk_bounds(searcher, chunk_steps)
     fprint = checkpoint.run_fingerprint(searcher, keys, fingerprint_extra)
-    keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/devices.py)
+    keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/engine/devices.py)
     sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
     state = shard_like(keys, init_program(searcher, sharding)(keys))
     if ckpt_path is not None:

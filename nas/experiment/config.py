@@ -14,7 +14,7 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     report_every  query counts of the summary table (every k queries)
     chunk_steps   steps per compiled chunk (0 = about 10 chunks)
     only          comma-separated searcher labels to run ("" = all)
-    searchers     label -> {"name": registered searcher or peer (nas.peers), **its options}
+    searchers     label -> {"name": registered searcher or peer (nas.experiment.peers), **its options}
 
 ``searcher_configs`` builds ``config.searchers`` with every option of each
 searcher listed (defaults filled in), so any option can be overridden on the
@@ -33,8 +33,8 @@ import re
 import jax
 import ml_collections
 
-from nas import peers
-from nas.searcher import Searcher, available_searchers, make_options, searcher_class
+from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
+from nas.experiment import peers
 from spaces.names import unknown
 
 REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searchers")
@@ -82,7 +82,7 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
 
 
 def all_searcher_names() -> list[str]:
-    """Registered searchers and host-side peer baselines (``nas.peers``)."""
+    """Registered searchers and host-side peer baselines (``nas.experiment.peers``)."""
     return available_searchers() + peers.available_peers()
 
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from absl import app, flags
 
-from nas.checkpoint import CheckpointError
-from nas.experiment_config import ConfigError
+from nas.engine.checkpoint import CheckpointError
+from nas.experiment.config import ConfigError
 
 __all__ = ["ConfigError", "DataError", "CheckpointError", "run", "parse_flags", "guarded"]
 from spaces.files import DataError

@@ -1,12 +1,12 @@
 """Experiment configs -> benchmark + searchers -> many-seed runs -> reports.
 
 ``run_experiment(config, workdir)`` validates the config
-(``nas.experiment_config``), builds the objective and every searcher, and only
-then opens the workdir (``nas.workdir``: created, locked, its config checked).
+(``nas.experiment.config``), builds the objective and every searcher, and only
+then opens the workdir (``nas.experiment.workdir``: created, locked, its config checked).
 Each selected searcher runs ``num_trials`` seeds with the chunked host loop
-(``nas.host_loop``); finished searchers are kept, an interrupted one resumes
+(``nas.engine.host_loop``); finished searchers are kept, an interrupted one resumes
 from its checkpoint with identical numbers; at the end the reports are written
-(``nas.report``: summary.json, results.csv, curves.png).
+(``nas.experiment.report``: summary.json, results.csv, curves.png).
 
 In a multi-process run (``scripts.train --distributed``) every process runs the same compiled
 chunks on its share of the seeds; process 0 alone owns the workdir (lock, checkpoints,
@@ -23,11 +23,12 @@ import time
 import jax
 import numpy as np
 
-from nas import peers
-from nas import report as rep
-from nas.dedup import count_repeats
-from nas.devices import from_lead, is_lead
-from nas.experiment_config import (
+from nas.core.dedup import count_repeats
+from nas.engine.devices import from_lead, is_lead
+from nas.engine.host_loop import run_chunked
+from nas.experiment import peers
+from nas.experiment import report as rep
+from nas.experiment.config import (
     RUN_FIELDS,
     ConfigError,
     build_benchmark,
@@ -40,8 +41,7 @@ from nas.experiment_config import (
     trial_keys,
     validate_config,
 )
-from nas.host_loop import run_chunked
-from nas.workdir import Workdir
+from nas.experiment.workdir import Workdir
 
 __all__ = ["ConfigError", "run_experiment", "write_reports", "validate_config"]
 

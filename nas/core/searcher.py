@@ -28,9 +28,9 @@ the option fields (``make_searcher(name, space, **options)``).
   variant with the same state shapes (BO: a fit on a fixed number of rows).
   Default: ``self``.
 - ``splits_over_devices``: whether the seeds of a run may be split over
-  devices (``nas.devices``). Default: True.
+  devices (``nas.engine.devices``). Default: True.
 - ``xla_optimization_level``: XLA's backend optimization level for the
-  searcher's compiled programs (``nas.host_loop``), or None for XLA's default
+  searcher's compiled programs (``nas.engine.host_loop``), or None for XLA's default
   (2). Gather- and compare-bound searchers set 1: LLVM's work, most of their
   compile time, halves while their run time barely moves (docs/scale.md). An
   ``--xla_backend_optimization_level`` in ``XLA_FLAGS`` wins. Default: None.

@@ -1,0 +1,10 @@
+"""The compiled run machinery: one search run is one array program.
+
+- ``runner``: ``make_search(searcher) -> run(key, objective) -> History``, ``lax.scan`` over
+  ask/query/tell steps; ``jax.jit(jax.vmap(run))`` runs many seeds.
+- ``incumbent``: the incumbent after each query (in JAX and in numpy).
+- ``host_loop``: the same program in compiled chunks with progress, checkpoints and exact resume.
+- ``checkpoint``: the run state as one atomic ``.npz`` with the run's fingerprint.
+- ``devices``: seeds split over devices and processes; the persistent compilation cache.
+- ``compiler_memory``: returns the compiler's freed heap to the OS between compiles.
+"""

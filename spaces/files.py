@@ -4,7 +4,9 @@ Every writer goes through ``atomic_write``: the bytes go to a temporary file in
 the target's folder, are flushed to disk, then ``os.replace`` puts the file in
 place (atomic on POSIX and Windows within one file system). A failed write
 (disk full, permission, interruption) removes its temporary file and leaves the
-old file untouched.
+old file untouched. The file gets the mode a plain ``open(path, "w")`` would give
+it (0666 less the process umask, e.g. 0644), not ``mkstemp``'s private 0600, so
+results can be shared like any tool's output.
 """
 
 from __future__ import annotations
@@ -22,13 +24,30 @@ class DataError(ValueError):
     """A data file that is missing, corrupt or not what was expected; the message names the file and the fix."""
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS tells (Linux ``/proc``): ``os.umask``
+    reads it only by setting it, which would briefly change the mode of files other threads create."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
-    """Calls ``write(f)`` on a temporary binary file, then renames it to ``path``."""
+    """Calls ``write(f)`` on a temporary binary file, then renames it to ``path`` (mode 0666 less the umask)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
+            if hasattr(os, "fchmod"):  # mkstemp creates 0600 (no fchmod on Windows, where modes barely apply)
+                os.fchmod(f.fileno(), 0o666 & ~current_umask())
             write(f)
             f.flush()
             os.fsync(f.fileno())

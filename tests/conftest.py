@@ -3,11 +3,17 @@
 Files under ``../shared/data`` (next to the repository) come from public
 repositories and are never committed; tests that need one skip with a message
 naming the missing file. ``NAS_SHARED_DATA`` overrides the location.
+
+The data directory that loaders search for optional files (``$NASJAX_DATA``,
+``spaces.benchmarks.data_files``) points at a folder that does not exist, so a
+developer's own data files never change what a test computes; tests of the
+lookup set their own.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +24,8 @@ import pytest
 # Set XLA_FLAGS with any --xla_backend_optimization_level to override.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
+os.environ["NASJAX_DATA"] = os.path.join(tempfile.gettempdir(), "nasjax-tests-no-data-directory")
 
 SHARED_DATA = Path(os.environ.get("NAS_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 

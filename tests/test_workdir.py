@@ -88,3 +88,43 @@ def test_metrics_lines_are_replaced_not_duplicated(tmp_path):
     assert lines == ['{"searcher": "a", "step": 2, "v": 0.2}', '{"searcher": "a", "step": 1, "v": 0.3}',
                      '{"searcher": "b", "step": 1, "v": 0.5}']  # fmt: skip
     wd.close()
+
+
+def test_files_follow_the_umask_and_the_lock_goes_with_the_run(tmp_path):
+    old = os.umask(0o022)
+    try:
+        wd = tmp_path / "shared"
+        run_experiment(tiny_config(), str(wd), progress=False)
+        os.umask(0o077)
+        write_reports(tiny_config(), str(wd))  # rewritten under a private umask
+    finally:
+        os.umask(old)
+    files = [p for p in wd.rglob("*") if p.is_file()]
+    names = ["config.json", "curves.png", "metrics.jsonl", "random_search.npz", "results.csv", "summary.json"]
+    assert sorted(p.name for p in files) == names  # no .lock: removed on a clean exit
+    for p in files:
+        want = 0o600 if p.name in ("curves.png", "results.csv", "summary.json") else 0o644
+        assert p.stat().st_mode & 0o777 == want, p
+
+
+def test_a_killed_runs_lock_is_taken_over(tmp_path):
+    import subprocess
+    import sys
+
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    holder = (  # what a run does with .lock, then it is killed (no chance to clean up)
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'4242'); print('locked', flush=True); time.sleep(60)"
+    )
+    p = subprocess.Popen([sys.executable, "-c", holder, str(wd / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "locked"
+        with pytest.raises(ConfigError, match=r"in use by another run \(pid 4242\)"):
+            run_experiment(tiny_config(), str(wd), progress=False)
+    finally:
+        p.kill()
+        p.wait()
+    assert (wd / ".lock").read_text() == "4242"  # stale: left by the dead run, its flock gone with it
+    assert run_experiment(tiny_config(), str(wd), progress=False) is not None
+    assert not (wd / ".lock").exists()

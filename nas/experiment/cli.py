@@ -7,6 +7,10 @@ one line ``config error: ...``, and turns the library's own errors raised by
 ``main`` (``ConfigError``, ``DataError``, ``CheckpointError``) into
 ``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...``. Any other
 exception is a bug and keeps its traceback.
+
+Quiet by default: a run logs warnings and errors only. ``--verbosity=0`` (or higher) shows the
+INFO lines too (JAX's backend probing, e.g. ``Unable to initialize backend 'tpu'``, and how the
+seeds split over devices); ``--verbosity=1`` adds debug lines (absl's levels).
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ def parse_flags(argv: list[str]) -> list[str]:
     """``flags.FLAGS(argv)`` with one-line errors (exit code 2)."""
     try:
         rest = flags.FLAGS(argv)
+        if "verbosity" in flags.FLAGS and flags.FLAGS["verbosity"].using_default_value:
+            flags.FLAGS.verbosity = -1  # warnings only (absl would raise it to INFO after parsing)
         if "config" in flags.FLAGS:  # config_flags loads the file lazily: load it now, while errors get one line
             _ = list(flags.FLAGS["config"].value.keys())
         return rest

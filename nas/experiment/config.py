@@ -7,6 +7,7 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     protocol      "mean" | "random" (tables with seeds; ignored by objectives without)
     test_data     optional file of test scores (NB201's test CSV)
     data_path     optional data file (NB-101's TFRecord, UCI folders, ...)
+                  (both: "" = the file in the data directory, if there: ``with_data_files``)
     benchmark_options  optional dict of further loader options (e.g. the MLP objective's ``split``)
     num_trials    seeds per searcher
     max_queries   the query budget of every trial
@@ -26,6 +27,7 @@ the fix.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import re
@@ -159,7 +161,7 @@ def validate_config(config) -> None:
         if opt not in allowed:
             raise ConfigError(f"config.{field} is set but benchmark {name!r} takes no {opt!r} (its options: {allowed})")
         if not os.path.exists(value):
-            raise ConfigError(f"config.{field}: file not found: {value}")
+            raise ConfigError(f"config.{field}: file not found: {value}.{_public_file_hint(name, opt)}")
     _check_int(cfg, "num_trials", 1, ">= 1")
     _check_int(cfg, "max_queries", 1, ">= 1")
     _check_int(cfg, "seed", -(2**31), "(a seed)")
@@ -174,6 +176,36 @@ def validate_config(config) -> None:
             )
         searcher_options_of(config, label)
     selected_labels(config)
+
+
+def _public_file_hint(benchmark: str, option: str) -> str:
+    """`` <where the file comes from>`` when option ``option`` of ``benchmark`` reads a public file, else ''."""
+    from spaces.benchmarks.data_files import missing_hint
+    from spaces.benchmarks.registry import data_file_key
+
+    key = data_file_key(benchmark, option)
+    return f" {missing_hint(key)}" if key else ""
+
+
+def with_data_files(config):
+    """``(config, found)``: ``config`` with each file field left empty (``test_data``, ``data_path``) set to
+    the public file found for it in the data directory (``spaces.benchmarks.data_files``), a copy when
+    one is found; ``found`` maps those fields to their paths. A run saves this config, so its workdir
+    records the file it read (and a rerun after the file appears or goes is refused, not mixed)."""
+    from spaces.benchmarks.registry import found_data_files
+
+    cfg = to_dict(config)
+    found = found_data_files(cfg["benchmark"], **benchmark_kwargs(cfg))
+    if not found:
+        return config, {}
+    config = copy.deepcopy(config)
+    fields = {opt: field for field, opt in BENCH_OPTIONS.items()}
+    out = {}
+    for opt, path in found.items():
+        if opt in fields:  # an option with no config field of its own is filled by make_benchmark alone
+            config[fields[opt]] = path
+            out[fields[opt]] = path
+    return config, out
 
 
 def searcher_options_of(config, label: str):

@@ -40,6 +40,7 @@ from nas.experiment.config import (
     to_dict,
     trial_keys,
     validate_config,
+    with_data_files,
 )
 from nas.experiment.workdir import Workdir
 
@@ -55,6 +56,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     writing the reports.
     """
     validate_config(config)
+    config, found = with_data_files(config)
     cfg = to_dict(config)
     wd = Workdir(workdir)
     wd.check_config(config)
@@ -64,6 +66,9 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     keys = trial_keys(config)
     entries = searcher_entries(config)
     lead = is_lead()
+    for field, path in found.items():
+        if lead:
+            print(f"config.{field}: {path} (found in the data directory)", flush=True)
     if jax.process_count() > 1:
         host_side = [label for label, s in searchers.items() if isinstance(s, peers.Peer)]
         if host_side:

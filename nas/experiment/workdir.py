@@ -5,13 +5,19 @@
     ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.engine.checkpoint``)
     metrics.jsonl           one JSON line per compiled chunk and searcher (progress)
     summary.json, results.csv, curves.png   the reports (``nas.experiment.report``)
-    .lock                   held by the process that runs in the workdir
+    .lock                   held by the process that runs in the workdir; removed when it exits
 
 Every file is written atomically (``spaces.files``): a kill leaves the old file
 or the new one. A chunk's metrics line is written before its checkpoint and
 replaces any earlier line of the same searcher and step, so a kill between the
 two loses nothing and a resumed run writes no line twice. Unreadable files get
 an error that names the file and what to do.
+
+The lock is ``fcntl.flock`` on ``.lock``: the kernel releases it when its process dies, so the
+``.lock`` file a killed run leaves behind (holding the dead pid) is taken by the next run. A run that
+exits normally, an error included, removes the file while it still holds the lock; a run that
+opened the file just before then finds, once it holds the lock, that the path no longer names the
+file it locked, and locks the new file instead (two runs never both believe they own the workdir).
 """
 
 from __future__ import annotations
@@ -27,6 +33,16 @@ from nas.experiment.config import RUN_FIELDS, ConfigError, to_dict
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 class Workdir:
@@ -61,23 +77,33 @@ class Workdir:
             import fcntl
         except ImportError:  # not POSIX: no lock (documented limit)
             return
-        fd = os.open(self.file(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            other = os.read(fd, 64).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise ConfigError(
-                f"--workdir {self.path} is in use by another run (pid {other}); wait for it to finish, "
-                "or use another --workdir"
-            ) from None
+        path = self.file(".lock")
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                other = os.read(fd, 64).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise ConfigError(
+                    f"--workdir {self.path} is in use by another run (pid {other}); wait for it to finish, "
+                    "or use another --workdir"
+                ) from None
+            if _same_file(fd, path):
+                break
+            os.close(fd)  # the holder removed this file after we opened it: lock the current one
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
 
     def close(self) -> None:
+        """Removes ``.lock`` and releases the lock (closing the file releases it)."""
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the file releases the lock
+            try:
+                os.unlink(self.file(".lock"))
+            except OSError:
+                pass  # already gone (the workdir was deleted meanwhile): nothing to clean up
+            os.close(self._lock_fd)
             self._lock_fd = None
 
     def __enter__(self) -> Workdir:

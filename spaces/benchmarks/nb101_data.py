@@ -29,6 +29,7 @@ import numpy as np
 
 from spaces import nb101
 from spaces.benchmarks.cache import read_cache, source_tag, write_cache
+from spaces.benchmarks.data_files import missing_hint
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.files import DataError
@@ -46,10 +47,12 @@ CACHE_VERSION = 2
 # ---- conversion ----------------------------------------------------------------------------------
 def _require(path: str) -> Path:
     if not path:
-        raise DataError(f"NAS-Bench-101 needs data_path. {DOWNLOAD}")
+        raise DataError(
+            f"NAS-Bench-101 needs data_path (no file in the data directory either). {missing_hint('nb101')}"
+        )
     p = Path(path).expanduser()
     if not p.exists():
-        raise DataError(f"NAS-Bench-101 data file not found: {p}. {DOWNLOAD}")
+        raise DataError(f"NAS-Bench-101 data file not found: {p}. {missing_hint('nb101')}")
     return p
 
 
@@ -251,16 +254,16 @@ def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> Tabu
     )
 
 
-DATA1K_SOURCE = "github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
-
-
 def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark:
     """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test."""
     if not data_path:
-        raise DataError(f"nb101/data1k needs data_path=<data-1k.json>; the file comes from {DATA1K_SOURCE}")
+        raise DataError(
+            f"nb101/data1k needs data_path=<data-1k.json> (no file in the data directory either). "
+            f"{missing_hint('nb101_data1k')}"
+        )
     path = data_path
     if not os.path.exists(path):
-        raise DataError(f"{path} not found: data-1k.json comes from {DATA1K_SOURCE}")
+        raise DataError(f"nb101/data1k file not found: {path}. {missing_hint('nb101_data1k')}")
     with open(path) as f:
         d = json.load(f)
     tokens = np.stack([nb101.SPACE.from_spec({"matrix": m, "ops": o}) for m, o in zip(d["adjacency"], d["operations"])])

@@ -7,7 +7,9 @@ Data:
   keys are the 6 op digits in the token order of ``spaces.nb201``, so a
   string's row is its base-5 number;
 - test accuracy (seed mean, 200 epochs) from a CSV with an
-  ``ArchitectureString`` column, when one is given (NATS-Bench's numbers).
+  ``ArchitectureString`` column, when one is given or is in the data directory
+  (``spaces.benchmarks.data_files``: where the file comes from;
+  ``scripts/convert_nb201.py`` writes it from NATS-Bench's own archive).
   Without it the benchmark has no test split and reports validation.
 """
 
@@ -19,6 +21,7 @@ import os
 import numpy as np
 
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, source_tag
+from spaces.benchmarks.data_files import missing_hint
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.files import DataError
 from spaces.nb201 import SPACE, parse_arch_string
@@ -72,10 +75,7 @@ def read_test_csv(path: str, dataset: str) -> np.ndarray:
     if dataset not in TEST_COLUMNS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(TEST_COLUMNS)}")
     if not os.path.isfile(path):
-        raise DataError(
-            f"NAS-Bench-201 test CSV not found: {path}. Give a CSV with columns "
-            f"'ArchitectureString' and '{TEST_COLUMNS[dataset]}' (e.g. shared/data/nb201/nats_bench_test_acc.csv)."
-        )
+        raise DataError(f"NAS-Bench-201 test CSV not found: {path}. {missing_hint('nb201_test')}")
     test = np.full(5**6, np.nan, np.float32)
     radix = 5 ** np.arange(5, -1, -1)
     col = TEST_COLUMNS[dataset]

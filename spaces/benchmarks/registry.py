@@ -7,6 +7,11 @@ take keyword options only (``protocol`` for tables; others per benchmark, e.g.
 returns any object with the objective contract (``spaces.benchmarks.objective``);
 ``register_benchmark`` adds your own.
 
+Optional public files (``spaces.benchmarks.data_files``): a loader option that reads one is declared
+with ``register_benchmark(..., data_files={option: key})``; when a caller leaves that option empty
+and the file is in the data directory (``$NASJAX_DATA``, default ``~/.cache/nasjax/data``),
+``make_benchmark`` passes its path (``found_data_files`` says which).
+
 Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
 ``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
 ``nb101``, ``nb101/data1k`` and the training tasks ``mlp/<diabetes|boston|naval>``
@@ -25,13 +30,34 @@ from collections.abc import Callable
 from spaces.names import lookup
 
 BENCHMARKS: dict[str, Callable] = {}
+DATA_FILES: dict[str, dict[str, str]] = {}  # benchmark -> {loader option: public file key}
 
 
-def register_benchmark(name: str, loader: Callable) -> None:
-    """Registers ``loader(**options) -> objective`` under ``name`` (keyword options only)."""
+def register_benchmark(name: str, loader: Callable, data_files: dict[str, str] | None = None) -> None:
+    """Registers ``loader(**options) -> objective`` under ``name`` (keyword options only); ``data_files``
+    maps a loader option to the public file it reads (``spaces.benchmarks.data_files.PUBLIC_FILES``)."""
     if name in BENCHMARKS:
         raise ValueError(f"benchmark {name!r} registered twice")
     BENCHMARKS[name] = loader
+    DATA_FILES[name] = dict(data_files or {})
+
+
+def data_file_key(name: str, option: str) -> str | None:
+    """The public file that option ``option`` of benchmark ``name`` reads, or None."""
+    return DATA_FILES.get(name, {}).get(option)
+
+
+def found_data_files(name: str, **given) -> dict[str, str]:
+    """``{option: path}`` for the public-file options of ``name`` that ``given`` leaves empty and whose
+    file is in the data directory."""
+    from spaces.benchmarks.data_files import locate
+
+    found = {}
+    for option, key in DATA_FILES.get(name, {}).items():
+        path = None if given.get(option) else locate(key)
+        if path is not None:
+            found[option] = path
+    return found
 
 
 # -- NAS-Bench-101: lazy, so this module never imports spaces.benchmarks.nb101_data -------
@@ -64,7 +90,7 @@ def _register_builtin() -> None:
     from spaces.benchmarks import analog_nasbench, hpobench, hpolib, nasbench_graph, nb201
 
     for ds in nb201.DATASETS:
-        register_benchmark(f"nb201/{ds}", functools.partial(nb201.load, ds))
+        register_benchmark(f"nb201/{ds}", functools.partial(nb201.load, ds), {"test_csv": "nb201_test"})
     for task in hpolib.TASKS:
         register_benchmark(f"hpolib/{task}", functools.partial(hpolib.load, task))
     for task in hpobench.TASKS:
@@ -74,9 +100,10 @@ def _register_builtin() -> None:
     for metric in analog_nasbench.METRICS:
         register_benchmark(f"analognas/{metric}", functools.partial(analog_nasbench.load, metric))
     for ds in MLP_DATASETS:
-        register_benchmark(f"mlp/{ds}", functools.partial(_load_mlp, ds))
-    register_benchmark("nb101", _load_nb101)
-    register_benchmark("nb101/data1k", _load_nb101_data1k)
+        files = {"data_path": f"uci_{ds}"} if ds != "diabetes" else None  # diabetes: scikit-learn's copy
+        register_benchmark(f"mlp/{ds}", functools.partial(_load_mlp, ds), files)
+    register_benchmark("nb101", _load_nb101, {"data_path": "nb101"})
+    register_benchmark("nb101/data1k", _load_nb101_data1k, {"data_path": "nb101_data1k"})
 
 
 _register_builtin()
@@ -94,10 +121,11 @@ def benchmark_options(name: str) -> list[str]:
 
 
 def make_benchmark(name: str, **kwargs):
-    """Loads benchmark ``name`` with its loader's options (unknown names/options fail with the valid ones)."""
+    """Loads benchmark ``name`` with its loader's options (unknown names/options fail with the valid ones);
+    an optional public file left empty is taken from the data directory where it is there."""
     loader = lookup("benchmark", name, BENCHMARKS)
     allowed = benchmark_options(name)
     bad = [k for k in kwargs if k not in allowed]
     if bad:
         raise ValueError(f"benchmark {name!r} has no option(s) {bad}; its options are {allowed}")
-    return loader(**kwargs)
+    return loader(**{**kwargs, **found_data_files(name, **kwargs)})

@@ -36,6 +36,7 @@ import os
 
 import numpy as np
 
+from spaces.benchmarks.data_files import locate, missing_hint
 from spaces.files import DataError
 
 UCI_FOLDERS = {"boston": "bostonHousing", "naval": "naval-propulsion-plant"}
@@ -64,8 +65,11 @@ class RegressionData:
 
 
 def default_folder(name: str) -> str:
-    """``$NAS_SHARED_DATA/uci/<folder>``, else ``../shared/data/uci/<folder>`` next to the repository."""
-    return os.path.join(os.environ.get("NAS_SHARED_DATA", SHARED_DATA), "uci", UCI_FOLDERS[name])
+    """``uci/<folder>`` of the data directory (``spaces.benchmarks.data_files``) where it is there, else
+    ``$NAS_SHARED_DATA/uci/<folder>`` or ``../shared/data/uci/<folder>`` next to the repository."""
+    return locate(f"uci_{name}") or os.path.join(
+        os.environ.get("NAS_SHARED_DATA", SHARED_DATA), "uci", UCI_FOLDERS[name]
+    )
 
 
 def _fail(path: str, problem: str) -> DataError:
@@ -153,6 +157,8 @@ def load_uci(name: str, split: int = 0, data_path: str = "", valid_fraction: flo
     if name not in UCI_FOLDERS:
         raise ValueError(f"unknown UCI data set {name!r}; choose from {list(UCI_FOLDERS)}")
     folder = data_path or default_folder(name)
+    if not os.path.isdir(folder):
+        raise DataError(f"UCI {name} folder not found: {folder}. {missing_hint(f'uci_{name}')}")
     x, y, xt, yt = read_uci(folder, split)
     return standardized(name, split, x, y, xt, yt, valid_fraction)
 

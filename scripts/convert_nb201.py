@@ -1,0 +1,42 @@
+"""Converts NATS-Bench's own NAS-Bench-201 release into the test-accuracy CSV the nb201 benchmarks read.
+
+    python -m scripts.convert_nb201 --archive=/data/NATS-tss-v1_0-3ffb9-simple.tar
+
+``--archive``: NATS-Bench's topology release (github.com/D-X-Y/NATS-Bench, MIT): the
+``NATS-tss-v1_0-3ffb9-simple`` folder, its ``.tar`` as downloaded, or the single file
+``NATS-tss-v1_0-3ffb9.pickle.pbz2``. Writes, for each of the 15,625 cells, the seed-mean 200-epoch test
+accuracy on CIFAR-10, CIFAR-100 and ImageNet16-120 (``spaces.benchmarks.nats_archive``) to ``--out``,
+by default the data directory's ``nb201/nats_bench_test_acc.csv``, where every config that leaves
+``test_data`` empty finds it. The file is then read back by the loader as a check.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from nas.experiment import cli
+from spaces.benchmarks.data_files import default_path
+
+_ARCHIVE = flags.DEFINE_string("archive", None, "NATS-tss-v1_0-3ffb9-simple folder or .tar, or the .pickle.pbz2 file.")
+_OUT = flags.DEFINE_string("out", "", "CSV to write (default: the data directory's nb201/nats_bench_test_acc.csv).")
+_PARTIAL = flags.DEFINE_bool("partial", False, "Write the cells present even when some of the 15,625 are missing.")
+flags.mark_flags_as_required(["archive"])
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise cli.ConfigError(f"unexpected arguments {argv[1:]}; give --archive=<folder or .tar>")
+    from spaces.benchmarks import nats_archive, nb201
+
+    out = _OUT.value or str(default_path("nb201_test"))
+    rows = nats_archive.archive_test_accuracies(_ARCHIVE.value, partial=_PARTIAL.value)
+    nats_archive.write_test_csv(rows, out)
+    if len(rows) == nats_archive.NUM_CELLS:
+        for dataset in nb201.TEST_COLUMNS:
+            nb201.read_test_csv(out, dataset)  # what the benchmark will read: every cell, every column
+    print(f"wrote {out}: {len(rows)} cells, columns {', '.join(nb201.TEST_COLUMNS.values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

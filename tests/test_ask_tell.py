@@ -124,3 +124,22 @@ def test_study_failures_never_hang_and_bad_values_are_refused():
         Study({"a": [1, 1, 2]}, max_queries=2)
     with pytest.raises(ValueError, match="tournament_size"):
         Study(space, max_queries=5, population_size=3, tournament_size=5)
+
+
+def test_studies_of_one_shape_share_their_compiled_programs():
+    """A second Study with the same searcher options on a space of the same shape (other names and values)
+    compiles nothing and proposes the same token strings as the first with the same seed."""
+    from nas.engine.compiler_memory import BACKEND_COMPILE_EVENT
+
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, secs, **_: compiles.append(secs) if event == BACKEND_COMPILE_EVENT else None
+    )
+    options = dict(searcher="regularized_evolution", seed=3, max_queries=12, population_size=4, tournament_size=2)
+    first = Study({"a": [1, 2, 3], "b": ["x", "y"], "c": [0.1, 0.2, 0.3, 0.4]}, **options)
+    first.optimize(lambda p: p["a"] * p["c"], n_trials=12, batch_size=2)
+    compiles.clear()
+    other = Study({"depth": [2, 4, 8], "act": ["relu", "gelu"], "lr": [1e-3, 1e-2, 1e-1, 1.0]}, **options)
+    other.optimize(lambda p: p["depth"] * p["lr"], n_trials=12, batch_size=2)
+    assert compiles == []
+    np.testing.assert_array_equal([t.tokens for t in first.trials[:2]], [t.tokens for t in other.trials[:2]])

@@ -74,3 +74,40 @@ def test_chunks_update_the_state_in_place_and_release_compiler_memory(monkeypatc
     jax.block_until_ready(jax.jit(lambda x: x * c + 1.0)(jnp.arange(3.0)))
     if compiler_memory._malloc_trim() is not None:
         assert released, "no release after compiling"
+
+
+def test_one_line_per_new_compiled_program(capsys, monkeypatch):
+    """With progress on, a run says when it compiles (once per searcher, and per new chunk program later),
+    how long that took and what the compilation cache did; programs compiled earlier print nothing."""
+    import re
+
+    import jax
+
+    from nas.core.searcher import make_searcher
+    from nas.engine import compile_notice
+    from nas.engine.host_loop import run_chunked
+    from spaces.benchmarks.registry import make_benchmark
+
+    bench = make_benchmark("nb201/cifar10")
+    s = make_searcher("random_search", bench.space, max_queries=8, pool=5)  # options no other test uses
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+
+    def notices():
+        return [x for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if "compiling" in x]
+
+    run_chunked(s, bench, keys, chunk_steps=4, progress=True)
+    lines = notices()
+    assert len(lines) == 1 and re.fullmatch(r"compiling random_search \.\.\. \d+\.\d s \(.+\)", lines[0]), lines
+    run_chunked(s, bench, keys, chunk_steps=4, progress=True)
+    assert notices() == []  # the same programs: nothing to say
+    run_chunked(s, bench, keys, chunk_steps=3, progress=True, label="rs")  # chunks 0-3, 3-6, 6-8: two new
+    lines = notices()
+    assert [x.split(" ... ")[0] for x in lines] == ["compiling rs", "compiling rs (steps 6-8)"], lines
+    monkeypatch.setattr(compile_notice, "_cache_dir", lambda: "/c")
+    kept = "1 program kept in the compilation cache /c"
+    assert compile_notice.describe(1.23, compiles=3, slow=1, hits=2) == (
+        f"1.2 s (2 programs from the compilation cache; {kept}; 2 too quick to cache)"
+    )
+    assert compile_notice.describe(0.5, compiles=0, slow=0, hits=1) == "0.5 s (1 program from the compilation cache)"
+    monkeypatch.setattr(compile_notice, "_cache_dir", lambda: "")
+    assert compile_notice.describe(2.0, 1, 1, 0) == "2.0 s (no compilation cache: --compilation_cache is off)"

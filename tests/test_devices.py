@@ -84,6 +84,7 @@ def test_gp_searcher_on_two_devices_equals_one_device(tmp_path):
 def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
     """``scripts.train`` with the seeds on a mesh of 8 (fake) CPU devices gives the 1-device history bit for bit."""
     small = ["--config.num_trials=8", "--config.max_queries=12", "--config.only=random_search", "--noprogress"]
+    small.append("--verbosity=0")  # the INFO line that says how the seeds split (quiet by default)
     runs, logs = {}, {}
     for n in (1, 8):
         env = dict(os.environ, PYTHONPATH=ROOT)
@@ -128,6 +129,7 @@ def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     args = ["--config", "configs/default.py", *(f"--config.{k}={v}" for k, v in small.items()), "--noprogress"]
+    args.append("--verbosity=0")  # the INFO line that says how the seeds split (quiet by default)
 
     def start(workdir, process=None):
         cmd = [sys.executable, "-m", "scripts.train", "--workdir", str(workdir), *args]

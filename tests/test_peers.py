@@ -110,3 +110,14 @@ def test_tpe_in_an_experiment(tmp_path):
     bad.searchers.tpe.n_startup_trials = -1
     with pytest.raises(ConfigError, match="searchers.tpe"):
         validate_config(bad)
+
+
+def test_tpe_says_when_it_compiles_and_shows_every_query(capsys):
+    peer = peers.make_peer("tpe", SPACE, max_queries=12, seeds_per_group=1, n_ei_candidates=7)
+    peers.run_peer(peer, Bowl(), jax.random.split(jax.random.PRNGKey(5), 2), progress=True, label="tpe_toy")
+    err = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    assert [x.split(" ... ")[0] for x in err if "compiling" in x] == ["compiling tpe_toy"]  # both groups: one shape
+    bars = [x.split("] ")[1].split(",")[:2] for x in err if x.strip().startswith("tpe_toy [")]
+    assert bars[:2] == [["0/2 seed groups", " 1 queries/seed"], ["0/2 seed groups", " 2 queries/seed"]]
+    assert ["1/2 seed groups", " 12 queries/seed"] in bars and bars[-1] == ["2/2 seed groups", " 12 queries/seed"]
+    assert len(bars) == 2 * 12 + 2  # a redraw per query, and one per finished group

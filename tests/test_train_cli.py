@@ -30,8 +30,10 @@ def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
         workdir=wd,
     )
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "split over" not in r.stderr and "backend" not in r.stderr, r.stderr  # INFO lines need --verbosity=0
     for f in ("config.json", "summary.json", "results.csv", "curves.png", "metrics.jsonl"):
         assert (wd / f).exists(), f
+    assert not (wd / ".lock").exists()
     summary = json.loads((wd / "summary.json").read_text())
     assert summary["benchmark"] == "nb201/cifar10" and summary["protocol"] == "mean"
     assert summary["split"] == "test" and summary["metric"] == "test error (%)"

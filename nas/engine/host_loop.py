@@ -10,7 +10,11 @@ compiled once per (searcher variant, chunk length) and cached.
 
 Between chunks the host draws a progress bar (stderr), reports per-chunk
 metrics through a callback and writes a checkpoint of the whole run state
-(``nas.engine.checkpoint``, atomic).
+(``nas.engine.checkpoint``, atomic) once ``CHECKPOINT_EVERY_S`` seconds have passed since
+the last one, and when the run stops early (``max_chunks``); never after the last chunk,
+whose state the caller saves as the history. A program not compiled yet in this process is
+compiled ahead of its first call under a ``compiling <label> ...`` line
+(``nas.engine.compile_notice``), so a long compile never looks like a hang.
 
 Chunking never changes numbers: step ``t`` of a seed uses ``fold_in(key, t)``
 (``nas.engine.runner.search_step``), so the keys do not depend on where chunk
@@ -32,6 +36,7 @@ from jax.sharding import NamedSharding
 
 from nas.core.searcher import Searcher
 from nas.engine import checkpoint
+from nas.engine.compile_notice import compile_notice
 from nas.engine.compiler_memory import trim_after_compiles
 from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
 from nas.engine.incumbent import incumbent_indices
@@ -39,6 +44,11 @@ from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
 _CACHE_SIZE = 64
 _PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, what, length) -> jitted fn
+_COMPILED: set = set()  # (program key, argument shapes) compiled ahead (``compile_ahead``)
+# a checkpoint costs a write and an fsync of the whole run state: for runs of many short chunks, at most
+# one per CHECKPOINT_EVERY_S seconds (a kill then loses at most that much work; resuming stays exact)
+CHECKPOINT_EVERY_S = 30.0
+_bar_open = [False]  # a progress bar is drawn on stderr's current line (show_progress)
 
 
 def compiled(searcher: Searcher, what: str, length: int, make: Callable[[], Callable]) -> Callable:
@@ -54,8 +64,28 @@ def compiled(searcher: Searcher, what: str, length: int, make: Callable[[], Call
     else:
         _PROGRAMS[key] = make()
         if len(_PROGRAMS) > _CACHE_SIZE:
-            _PROGRAMS.popitem(last=False)
+            evicted = id(_PROGRAMS.popitem(last=False)[1])
+            _COMPILED.difference_update({c for c in _COMPILED if c[0] == evicted})
     return _PROGRAMS[key]
+
+
+def compile_ahead(programs: list[tuple[Callable, tuple]], label: str, notice: bool) -> None:
+    """Compiles each ``(jitted function, example arguments)`` not compiled yet for arguments of these shapes,
+    under one ``compiling <label> ...`` line when ``notice``. JAX keeps the executables, so the calls that
+    follow run them without tracing or compiling again."""
+    new = []
+    for program, args in programs:
+        shapes = tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in jax.tree.leaves(args))
+        if (id(program), shapes) not in _COMPILED:
+            new.append((program, args, (id(program), shapes)))
+    if new:
+        if notice and _bar_open[0]:  # the notice goes on a line of its own
+            sys.stderr.write("\n")
+            _bar_open[0] = False
+        with compile_notice(label, notice):
+            for program, args, key in new:
+                program.lower(*args).compile()
+                _COMPILED.add(key)
 
 
 def auto_chunk_steps(num_steps: int, target_chunks: int = 10) -> int:
@@ -116,31 +146,40 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
 
 
 def incumbent_stats(
-    score: np.ndarray, report_score: np.ndarray, queries: int, report: Callable | None = None
+    score: np.ndarray, report_score: np.ndarray, queries: int, report: Callable | None = None, has_test: bool = True
 ) -> dict[str, float]:
     """Mean over seeds of the best score among the first ``queries`` and its query's report score.
 
     ``score``/``report_score`` are the whole ``[S, T]`` history buffers (host arrays). The incumbent is
     ``nas.engine.incumbent.incumbent_index``'s, computed in numpy (no program to compile between chunks): the
     first query with the best non-NaN score (ties keep the earlier query; query 0 while none is above
-    ``-inf``). With ``report`` also the mean reported metric of the incumbents.
+    ``-inf``). Keys: ``best_valid_mean`` (the searched score), ``incumbent_test_mean`` (its test score), or
+    ``incumbent_validation_mean`` when the objective has no test split (``has_test`` False: the report score
+    is then the seed-mean validation score), and with ``report`` ``incumbent_reported_mean`` (the reported
+    metric, e.g. error %). Lines written before these names existed call a validation mean
+    ``incumbent_test_mean`` too.
     """
     score = np.asarray(score)
     idx = np.maximum(incumbent_indices(score)[:, queries - 1], 0)
     rows = np.arange(score.shape[0])
     inc = report_score[rows, idx]
-    out = {"best_valid_mean": float(np.mean(score[rows, idx])), "incumbent_test_mean": float(np.mean(inc))}
+    split = "test" if has_test else "validation"
+    out = {"best_valid_mean": float(np.mean(score[rows, idx])), f"incumbent_{split}_mean": float(np.mean(inc))}
     if report is not None:
         out["incumbent_reported_mean"] = float(np.mean(report(inc)))
     return out
 
 
-def show_progress(label: str, done: int, total: int, queries: int, elapsed: float) -> None:
-    """One progress line on stderr, redrawn in place (a newline when ``done == total``)."""
+def show_progress(
+    label: str, done: int, total: int, queries: int, elapsed: float, unit: str = "chunks", part: float = 0.0
+) -> None:
+    """One progress line on stderr, redrawn in place (a newline when ``done == total``); ``part``: the
+    fraction of the unit under way that is done (a group of peer seeds, query by query)."""
     width = 24
-    fill = int(width * done / max(total, 1))
+    fill = int(width * (done + part) / max(total, 1))
     bar = "#" * fill + "-" * (width - fill)
-    sys.stderr.write(f"\r{label:>24s} [{bar}] {done}/{total} chunks, {queries} queries/seed, {elapsed:6.1f} s")
+    sys.stderr.write(f"\r{label:>24s} [{bar}] {done}/{total} {unit}, {queries} queries/seed, {elapsed:6.1f} s")
+    _bar_open[0] = done != total
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
@@ -170,18 +209,27 @@ def run_chunked(
     ``elapsed_s``, ``metrics`` (the searcher's metrics at the chunk's last step,
     mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
     ``report``). A caller that records these lines keyed by ``step`` loses none
-    on a kill and duplicates none on resume.
+    on a kill and duplicates none on resume. With ``progress``, a line per new
+    compiled program (``compile_ahead``) and a progress bar go to stderr.
     """
     bounds = chunk_bounds(searcher, chunk_steps)
     fprint = checkpoint.run_fingerprint(searcher, keys, fingerprint_extra)
     keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/engine/devices.py)
     sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
-    state = shard_like(keys, init_program(searcher, sharding)(keys))
-    if ckpt_path is not None:
-        state = resume(ckpt_path, keys, state, fprint)
-    step = int(first_value(state.step))
-    num_chunks = len(bounds) - 1
-    t0 = time.perf_counter()
+    name = label or searcher.registry_name
+    notice = progress and is_lead()
+    new_searcher = not is_compiled(searcher, ("init", sharding), 0)
+    with compile_notice(name, notice and new_searcher):  # one line for the init and the first chunk's programs
+        state = shard_like(keys, init_program(searcher, sharding)(keys))
+        if ckpt_path is not None:
+            state = resume(ckpt_path, keys, state, fprint)
+        step = saved = int(first_value(state.step))
+        num_chunks = len(bounds) - 1
+        first = next((c for c in range(num_chunks) if bounds[c + 1] > step), None)
+        if first is not None:
+            program = chunk_for(searcher, max(bounds[first], step), bounds[first + 1])
+            compile_ahead([(program, (keys, state, objective))], name, notice and not new_searcher)
+    t0 = t_saved = time.perf_counter()
     done_now = 0
     for c in range(num_chunks):
         lo, hi = bounds[c], bounds[c + 1]
@@ -189,9 +237,12 @@ def run_chunked(
             continue  # finished before the checkpoint was written
         lo = max(lo, step)  # a checkpoint from another chunk_steps: finish this chunk from there
         if max_chunks is not None and done_now >= max_chunks:
+            if ckpt_path is not None and step > saved:  # an early stop keeps its progress
+                save_checkpoint(ckpt_path, state, fprint)
             return None
-        rows = last_batch_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
-        state, metrics = chunk_program(searcher.program_for(lo, hi), hi - lo, rows)(keys, state, objective)
+        program = chunk_for(searcher, lo, hi)
+        compile_ahead([(program, (keys, state, objective))], f"{name} (steps {lo}-{hi})", notice)
+        state, metrics = program(keys, state, objective)
         step = hi
         done_now += 1
         queries = min(step * searcher.batch_size, searcher.max_queries)
@@ -205,17 +256,35 @@ def run_chunked(
                 "elapsed_s": time.perf_counter() - t0,
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(metrics).items()},
             }
-            info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report))
+            has_test = getattr(objective, "has_test", True)
+            info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report, has_test))
             on_chunk(info)
-        if ckpt_path is not None:
-            host_state = gather_seeds(state)  # every process takes part; process 0 writes
-            if is_lead():
-                checkpoint.save(ckpt_path, host_state, fprint)
-            del host_state  # not held while the next chunk runs
+        last = c == num_chunks - 1
+        if ckpt_path is not None and not last and time.perf_counter() - t_saved >= CHECKPOINT_EVERY_S:
+            save_checkpoint(ckpt_path, state, fprint)
+            t_saved, saved = time.perf_counter(), step
         if progress and is_lead():
-            show_progress(label or searcher.registry_name, c + 1, num_chunks, queries, time.perf_counter() - t0)
+            show_progress(name, c + 1, num_chunks, queries, time.perf_counter() - t0)
     history = state.history.first(searcher.max_queries)
     return history if jax.process_count() == 1 else gather_seeds(history)
+
+
+def chunk_for(searcher: Searcher, lo: int, hi: int) -> Callable:
+    """The compiled program of steps ``[lo, hi)`` (``rows``: the last step's partial batch)."""
+    rows = last_batch_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
+    return chunk_program(searcher.program_for(lo, hi), hi - lo, rows)
+
+
+def is_compiled(searcher: Searcher, what, length: int) -> bool:
+    """Whether this process holds the program ``(searcher, what, length)`` already."""
+    return (searcher, what, length) in _PROGRAMS
+
+
+def save_checkpoint(ckpt_path: str, state, fprint: str) -> None:
+    """The whole run state to ``ckpt_path`` (every process takes part in the gather; process 0 writes)."""
+    host_state = gather_seeds(state)
+    if is_lead():
+        checkpoint.save(ckpt_path, host_state, fprint)
 
 
 def resume(ckpt_path: str, keys: jax.Array, state, fprint: str):

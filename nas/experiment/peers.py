@@ -47,7 +47,9 @@ suggested top-down, define-by-run: an inactive hyperparameter is never
 suggested (token 0).
 
 Checkpoints: ``ckpt_path`` holds the finished groups of seeds (``seeds_per_group``);
-a rerun skips them and gives identical numbers.
+a rerun skips them and gives identical numbers. Progress: the objective's query program is
+compiled ahead under a ``compiling <label> ...`` line, and the bar is redrawn after every
+query of a group (a group of TPE seeds can take minutes on a training objective).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ import numpy as np
 
 from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
 from nas.engine import checkpoint
-from nas.engine.host_loop import incumbent_stats, show_progress
+from nas.engine.host_loop import compile_ahead, incumbent_stats, show_progress
 from nas.engine.runner import INIT_FOLD, History
 from spaces.base import Space
 from spaces.hpo import HPOSpace
@@ -228,8 +230,26 @@ def host_functions(space: Space) -> tuple[Callable, Callable]:
     return jax.jit(space.string_id), jax.jit(space.sample), jax.jit(space.mutate)
 
 
-def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]:
-    """Lockstep run of ``len(keys)`` seeds: history arrays ``[G, Q, ...]`` and mean repeat/fallback counts."""
+def host_programs(peer: Peer, objective, keys: jax.Array) -> list[tuple[Callable, tuple]]:
+    """The compiled programs ``run_group`` calls on ``keys``, with example arguments (``compile_ahead``)."""
+    n = peer.space.num_tokens
+    sid, sample, mutate = host_functions(peer.space)
+    tokens = jnp.zeros((n,), jnp.int32)
+    examples = [
+        (vmapped_query, (objective, keys, jnp.zeros((keys.shape[0], 1, n), jnp.int32))),
+        (query_keys, (keys, 0)),
+        (sid, (tokens,)),
+        (sample, (keys[0],)),
+        (mutate, (keys[0], tokens)),
+    ]
+    return examples  # fmt: skip
+
+
+def run_group(
+    peer: Peer, keys: jax.Array, query: Callable, on_query: Callable[[int], None] | None = None
+) -> tuple[dict, dict]:
+    """Lockstep run of ``len(keys)`` seeds: history arrays ``[G, Q, ...]`` and mean repeat/fallback counts;
+    ``on_query(t)`` after the group's ``t``-th query (progress)."""
     space, q, g = peer.space, peer.max_queries, keys.shape[0]
     sid, sample, mutate = host_functions(space)
     props = [peer.proposer(jax.random.fold_in(k, INIT_FOLD)) for k in keys]
@@ -277,6 +297,8 @@ def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]
             out["tokens"][s, t] = tokens
             for k_out, k_res in (("score", "valid"), ("report_score", "test"), ("cost", "cost")):
                 out[k_out][s, t] = res[k_res][s, 0]
+        if on_query is not None:
+            on_query(t + 1)
     return out, {"repeats": float(repeats.mean()), "fallbacks": float(fallbacks.mean())}
 
 
@@ -310,14 +332,21 @@ def run_peer(
     state = like if ckpt_path is None else (checkpoint.load(ckpt_path, like, fprint) or like)
     state = {k: np.array(v) for k, v in state.items()}
     query = functools.partial(vmapped_query, objective)  # the objective an argument: tables are not baked in
+    name, groups = label or peer.registry_name, len(bounds) - 1
     t0, done_now = time.perf_counter(), 0
-    for c in range(len(bounds) - 1):
+    for c in range(groups):
         lo, hi = bounds[c], bounds[c + 1]
         if hi <= int(state["done"]):
             continue
         if max_chunks is not None and done_now >= max_chunks:
             return None
-        arrays, metrics = run_group(peer, keys[lo:hi], query)
+        compile_ahead(host_programs(peer, objective, keys[lo:hi]), name, progress)
+
+        def on_query(t, c=c):
+            if progress:
+                show_progress(name, c, groups, t, time.perf_counter() - t0, unit="seed groups", part=t / q)
+
+        arrays, metrics = run_group(peer, keys[lo:hi], query, on_query)
         for k, v in arrays.items():
             state[k][lo:hi] = v
         state["done"] = np.asarray(hi, np.int32)
@@ -325,11 +354,12 @@ def run_peer(
         if on_chunk is not None:
             info = {"chunk": c + 1, "num_chunks": len(bounds) - 1, "step": c + 1, "seeds_done": hi, "queries": q}
             info.update({"elapsed_s": time.perf_counter() - t0, "metrics": metrics})
-            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], q, report))
+            has_test = getattr(objective, "has_test", True)
+            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], q, report, has_test))
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)
         if progress:
-            show_progress(label or peer.registry_name, c + 1, len(bounds) - 1, q, time.perf_counter() - t0)
+            show_progress(name, c + 1, groups, q, time.perf_counter() - t0, unit="seed groups")
     sys.stderr.flush()
     return History(tokens=state["tokens"], score=state["score"], report_score=state["report_score"], cost=state["cost"])

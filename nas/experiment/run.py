@@ -105,7 +105,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
                 continue
             if lead:
                 wd.save_history(label, h, entries[label])
-                os.remove(wd.ckpt_path(label))
+                if os.path.exists(wd.ckpt_path(label)):  # a run longer than CHECKPOINT_EVERY_S left one
+                    os.remove(wd.ckpt_path(label))
         if interrupted:
             return None
         return write_reports(config, wd, bench) if lead else {}

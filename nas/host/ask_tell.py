@@ -35,12 +35,23 @@ objective value as a failed evaluation, with a warning.
 Keys follow ``nas.engine.runner.search_step`` (init ``fold_in(key, INIT_FOLD)``, step
 ``t`` splits ``fold_in(key, t)``), so a Study whose objective reads a table
 proposes exactly the strings of the compiled runner with the same seed.
+
+Speed: the first ``ask`` and ``tell`` of a Study compile the searcher's programs (XLA, on a
+CPU a few seconds for evolution, a minute or more for a GP or a policy searcher); evaluating
+a toy objective takes microseconds, so a small study's time is almost all compilation. The
+programs are shared by every Study in the process with the same searcher options on a space
+of the same shape (a plain ``{name: [values]}`` space: the same number of values per
+hyperparameter), and searchers whose steps are gathers and compares (random search,
+evolution, local search: those that set ``xla_optimization_level``) compile at XLA's level
+0, which halves their compile time; a step still takes about a millisecond. JAX's persistent
+cache (``nas.engine.devices.enable_compilation_cache``) keeps the programs across processes.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import numbers
 import warnings
@@ -51,7 +62,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.searcher import make_searcher
+from nas.core.searcher import Searcher, make_searcher
+from nas.engine.host_loop import compiled
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 
@@ -82,6 +94,42 @@ def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> 
                 )
             seen.append(x)
     return CategoricalSpace(name, space)
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
+    """One space object per shape: searchers on it compare equal, so their programs are shared."""
+    return CategoricalSpace("study_grid", {f"h{i}": list(range(c)) for i, c in enumerate(cardinalities)})
+
+
+def program_space(space: Space) -> Space:
+    """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
+    whose jittable methods depend on its cardinalities alone, the shared space of that shape."""
+    plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
+    return _grid_space(tuple(space.cardinalities)) if plain else space
+
+
+def study_programs(searcher: Searcher) -> tuple:
+    """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
+    searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
+    ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
+    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
+    opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
+    init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
+
+    def init(key):
+        return searcher.init(jax.random.fold_in(key, INIT_FOLD))
+
+    def ask(key, step, state):
+        k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, step), 3)
+        tokens, state = searcher.ask(k_ask, state)
+        return tokens, state, k_tell
+
+    return (
+        compiled(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
+        compiled(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
+        compiled(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
+    )
 
 
 def _is_nonfinite(value) -> bool:
@@ -142,10 +190,10 @@ class Study:
 
     def _build(self) -> None:
         self.searcher = make_searcher(self._name, self.space, max_queries=self.max_queries, **self._kwargs)
+        runs = make_searcher(self._name, program_space(self.space), max_queries=self.max_queries, **self._kwargs)
         self._key = jax.random.PRNGKey(self.seed)
-        self._ask_fn = jax.jit(self.searcher.ask)
-        self._tell_fn = jax.jit(self.searcher.tell)
-        self._state = jax.jit(self.searcher.init)(jax.random.fold_in(self._key, INIT_FOLD))
+        self._init_fn, self._ask_fn, self._tell_fn = study_programs(runs)
+        self._state = None  # initialized by the first ask (a batch_size set in optimize rebuilds first)
         self._step = 0
         self._batch: list[Trial] = []  # trials of the searcher's current batch
         self._batch_tokens = None
@@ -157,8 +205,9 @@ class Study:
 
     # -- ask -------------------------------------------------------------------
     def _new_batch(self) -> None:
-        k_ask, _, self._k_tell = jax.random.split(jax.random.fold_in(self._key, self._step), 3)
-        tokens, self._state = self._ask_fn(k_ask, self._state)
+        if self._state is None:
+            self._state = self._init_fn(self._key)
+        tokens, self._state, self._k_tell = self._ask_fn(self._key, self._step, self._state)
         self._batch_tokens = tokens
         self._batch = []
 

@@ -60,8 +60,9 @@ def test_a_file_in_the_data_directory_is_used_when_the_config_leaves_it_empty(mo
     bench = make_benchmark("nb201/cifar100")
     assert bench.has_test and float(np.asarray(bench.test)[1]) == 31.0  # the file's CIFAR-100 column
     resolved, found = with_data_files(config)
-    assert found == {"test_data": csv_path} and resolved.test_data == csv_path
+    assert found == {"test_data": csv_path} and resolved["test_data"] == csv_path
     assert config.test_data == ""  # the caller's config is not edited
+    assert list(resolved["searchers"]) == list(config.searchers)  # the run order of the config
     os.makedirs(tmp_path / "uci" / "bostonHousing")
     assert uci.default_folder("boston") == str(tmp_path / "uci" / "bostonHousing")
 

@@ -107,6 +107,7 @@ def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
             np.testing.assert_array_equal(runs[1][k], runs[8][k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     """``scripts.train --distributed`` over 2 processes x 2 CPU devices resumes a run interrupted in a
     single process (process 0 reads the checkpoint and broadcasts it) and writes the history of an

@@ -55,6 +55,7 @@ def train_losses(plan, steps=6, lr=1e-2):
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(table1.TABLE1))
 def test_every_table1_space_compiles_and_a_sample_trains(name):
     flat = table1.table1_flat(name)

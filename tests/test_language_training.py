@@ -53,6 +53,7 @@ def tiny_task():
 DIGITS_ARCH = [0.0, 1, 1, "relu", 16, 3]
 
 
+@pytest.mark.slow
 def test_a_digits_cnn_learns():
     t = task("digits_cnn", epochs=4)
     tokens = t.space.from_spec(DIGITS_ARCH)[None]
@@ -63,6 +64,7 @@ def test_a_digits_cnn_learns():
     assert again["valid"][0] == r["valid"][0] and t.trainer.stats["memo_hits"] >= 1
 
 
+@pytest.mark.slow
 def test_a_diabetes_mlp_beats_the_mean_predictor():
     t = task("diabetes_mlp", epochs=30)
     tokens = t.space.from_spec([1, 0.0, "relu", 64])[None]
@@ -73,6 +75,7 @@ def test_a_diabetes_mlp_beats_the_mean_predictor():
     assert t.report(r["test"])[0] < 0.75  # reported as MSE
 
 
+@pytest.mark.slow
 def test_a_vmapped_group_equals_one_at_a_time():
     """Two networks that differ only in traced hyperparameters (activation, dropout rate) share one
     program; vmapped together they give what each gives alone."""
@@ -105,6 +108,7 @@ def test_unknown_task_and_training_option_fail_clearly():
         make_task("diabetes_mlp", epoch=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "searcher, options",
     [

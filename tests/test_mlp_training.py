@@ -43,6 +43,7 @@ def rmse(pred, y, y_std):
     return float(np.sqrt(np.mean((np.asarray(pred) - np.asarray(y)) ** 2)) * y_std)
 
 
+@pytest.mark.slow
 def test_batch_equals_alone_beats_trivial_and_divergence_fails(diabetes):
     s = diabetes.space
     tokens = jnp.asarray(np.stack([s.from_spec(p) for p in (GOOD, TANH, DIVERGES)]))
@@ -68,6 +69,7 @@ def test_batch_equals_alone_beats_trivial_and_divergence_fails(diabetes):
     assert np.isfinite(batch["valid"][1]) and -batch["valid"][1] < trivial_valid
 
 
+@pytest.mark.slow
 def test_padding_keeps_the_function():
     """Width-8 networks trained inside a 128-wide padded layer compute what 8-wide layers compute."""
     data = uci.load_diabetes(split=1)
@@ -87,6 +89,7 @@ def test_padding_keeps_the_function():
         np.testing.assert_allclose(a, b, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_vmap_over_queries_is_one_sorted_batch():
     """Under vmap (the runner's seeds) each query's scores are what it gets alone (custom_vmap pools the rows)."""
     hps = [categorical("activation", ["tanh", "relu"]), categorical("solver", ["adam", "sgd"])]

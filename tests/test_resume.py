@@ -11,6 +11,7 @@ import pytest
 from nas.core.searcher import available_searchers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow  # resume across processes: deselected by pytest -m "not slow"
 
 _SCRIPT = """
 import sys

@@ -138,3 +138,24 @@ def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
     h = hist["local_search"]
     restarts = [replay_local_search(np.asarray(h.tokens[i]), np.asarray(h.score[i]), 10, b.space) for i in range(8)]
     assert sum(restarts) > 0
+
+
+def test_checkpoints_follow_the_clock_and_an_early_stop(tmp_path, monkeypatch):
+    """A checkpoint after a chunk once CHECKPOINT_EVERY_S seconds have passed since the last one, never
+    after the last chunk (its state becomes the history), and always when max_chunks stops the run."""
+    from nas.engine import host_loop
+
+    saved = []
+    monkeypatch.setattr(host_loop, "save_checkpoint", lambda path, state, fp: saved.append(int(state.step[0])))
+    s = make_searcher("random_search", bench().space, max_queries=8)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    ckpt = str(tmp_path / "c.npz")
+    run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False)
+    assert saved == []  # a short run: no checkpoint at all
+    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 0.0)
+    run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False)
+    assert saved == [2, 4, 6]  # every chunk but the last
+    saved.clear()
+    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 1e9)
+    assert run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False, max_chunks=3) is None
+    assert saved == [6]  # the early stop keeps its progress

@@ -56,6 +56,7 @@ def params(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_meta_training_resumes_bit_for_bit_and_records_the_sources(params, tmp_path):
     w, model, meta, design, step = load_params(str(params))
     assert step == 4 and model == MODEL and meta["target"] == "nb201/cifar10"
@@ -79,6 +80,7 @@ def test_meta_training_resumes_bit_for_bit_and_records_the_sources(params, tmp_p
     json.dumps(meta)
 
 
+@pytest.mark.slow
 def test_tnas_searcher_queries_the_source_design_first_and_runs_many_seeds(params):
     bench = table("nb201/cifar10")
     s = make_searcher("tnas", bench.space, params_file=str(params), max_queries=8, finetune_steps=2)
@@ -116,6 +118,7 @@ class LinearTask:
         return {"valid": jax.numpy.sum(self.effects[jax.numpy.arange(len(self.effects)), tokens], axis=1)}
 
 
+@pytest.mark.slow
 def test_meta_learning_helps_on_a_related_synthetic_task(tmp_path):
     rng = np.random.default_rng(0)
     base = rng.normal(size=(6, 5))
@@ -155,6 +158,7 @@ class DataTask(LinearTask):
         return {"valid": jax.numpy.where(self.fail & (tokens[:, 0] == 0), -jax.numpy.inf, valid)}
 
 
+@pytest.mark.slow
 def test_raw_data_dataset_encoder_reads_each_tasks_rows_and_drives_a_search_step(tmp_path):
     space = hpo.HPOSpace("tiny", [hpo.categorical(f"h{i}", list(range(5))) for i in range(3)])  # 125 strings
     rng = np.random.default_rng(1)

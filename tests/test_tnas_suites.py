@@ -74,6 +74,7 @@ def test_mlp_config_reads_raw_data_and_leaves_the_target_out():
             settings(bad)
 
 
+@pytest.mark.slow
 def test_nasbench_graph_meta_training_and_search_over_every_architecture(tmp_path):
     space = nasbench_graph.space("cora")
     target, suite = "nasbench_graph/cora", ["nasbench_graph/cora", "nasbench_graph/citeseer"]
@@ -97,6 +98,7 @@ def test_nasbench_graph_meta_training_and_search_over_every_architecture(tmp_pat
     assert len(set(ids.tolist())) == 7 and np.all(ids >= 0) and np.all(np.isfinite(hist.score))
 
 
+@pytest.mark.slow
 def test_hpolib_meta_training_and_search_over_every_configuration(tmp_path):
     target, suite = "hpolib/naval_propulsion", ["hpolib/naval_propulsion", "hpolib/protein_structure"]
     tables = {s: make_benchmark(s) for s in source_tasks(suite, target)}  # one source keeps the test fast

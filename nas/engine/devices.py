@@ -222,6 +222,7 @@ def enable_compilation_cache(path: str, min_compile_secs: float = 0.5) -> None:
     programs skips most XLA compiles. Programs that compile faster than ``min_compile_secs`` are not cached."""
     if not path:
         return
+    path = os.path.expanduser(path)
     os.makedirs(path, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", path)
     min_secs = os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", min_compile_secs)

@@ -231,6 +231,8 @@ def run_chunked(
             compile_ahead([(program, (keys, state, objective))], name, notice and not new_searcher)
     t0 = t_saved = time.perf_counter()
     done_now = 0
+    if progress and is_lead() and first is not None:  # the bar at once: a first chunk can run for minutes
+        show_progress(name, first, num_chunks, min(step * searcher.batch_size, searcher.max_queries), 0.0)
     for c in range(num_chunks):
         lo, hi = bounds[c], bounds[c + 1]
         if hi <= step:
@@ -259,10 +261,11 @@ def run_chunked(
             has_test = getattr(objective, "has_test", True)
             info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report, has_test))
             on_chunk(info)
-        last = c == num_chunks - 1
-        if ckpt_path is not None and not last and time.perf_counter() - t_saved >= CHECKPOINT_EVERY_S:
-            save_checkpoint(ckpt_path, state, fprint)
-            t_saved, saved = time.perf_counter(), step
+        if ckpt_path is not None and c < num_chunks - 1:  # the last chunk's state becomes the history
+            # process 0's clock decides for every process: the save gathers the state from all of them
+            if from_lead(np.bool_(time.perf_counter() - t_saved >= CHECKPOINT_EVERY_S)):
+                save_checkpoint(ckpt_path, state, fprint)
+                t_saved, saved = time.perf_counter(), step
         if progress and is_lead():
             show_progress(name, c + 1, num_chunks, queries, time.perf_counter() - t0)
     history = state.history.first(searcher.max_queries)

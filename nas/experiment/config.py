@@ -27,7 +27,6 @@ the fix.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import re
@@ -189,23 +188,18 @@ def _public_file_hint(benchmark: str, option: str) -> str:
 
 def with_data_files(config):
     """``(config, found)``: ``config`` with each file field left empty (``test_data``, ``data_path``) set to
-    the public file found for it in the data directory (``spaces.benchmarks.data_files``), a copy when
-    one is found; ``found`` maps those fields to their paths. A run saves this config, so its workdir
-    records the file it read (and a rerun after the file appears or goes is refused, not mixed)."""
+    the public file found for it in the data directory (``spaces.benchmarks.data_files``), as a plain
+    dict when one is found (a ``ConfigDict`` copy would sort the searchers); ``found`` maps those fields
+    to their paths. A run saves this config, so its workdir records the file it read (and a rerun after
+    the file appears or goes is refused, not mixed)."""
     from spaces.benchmarks.registry import found_data_files
 
     cfg = to_dict(config)
     found = found_data_files(cfg["benchmark"], **benchmark_kwargs(cfg))
-    if not found:
-        return config, {}
-    config = copy.deepcopy(config)
     fields = {opt: field for field, opt in BENCH_OPTIONS.items()}
-    out = {}
-    for opt, path in found.items():
-        if opt in fields:  # an option with no config field of its own is filled by make_benchmark alone
-            config[fields[opt]] = path
-            out[fields[opt]] = path
-    return config, out
+    # an option with no config field of its own is filled by make_benchmark alone
+    out = {fields[opt]: path for opt, path in found.items() if opt in fields}
+    return ({**cfg, **out}, out) if out else (config, {})
 
 
 def searcher_options_of(config, label: str):

@@ -1,0 +1,116 @@
+"""Time to the first result: the default job as a new user runs it, whole process, cold compilation cache.
+
+    python -m scripts.bench_startup --runs=3
+    python -m scripts.bench_startup --runs=3 --config=configs/default.py:... --cold_tables
+    python -m scripts.bench_startup --runs=3 --study          # the README's 16-trial Study example
+    python -m scripts.bench_startup --runs=3 --repo=/path/to/another/checkout   # e.g. an older commit
+
+Each run is ``python -m scripts.train --config <config> --workdir <new folder>`` in a fresh process with an
+empty JAX compilation cache (a new ``--compilation_cache`` folder), so every program compiles, as on a
+first run. Measured per run: wall seconds from start to exit, CPU seconds of the process (user + system:
+the figure to compare on a shared machine, where wall time depends on the other jobs), peak RSS, and the
+1-minute load average before it started. The parsed benchmark tables (``$NASJAX_CACHE``) stay warm unless
+``--cold_tables`` (then the first parse of the package's pickle is timed too). Where the time goes: the
+import of the train command's modules (a separate process), and the ``compiling <searcher> ... N s``
+lines of each run (``nas.engine.compile_notice``). The printed result table must be the same in every
+run; the script fails otherwise. ``--study`` times the README's ask/tell example instead (a Study of
+regularized evolution, 16 trials in batches of 4 on a 32-configuration space), also cold: a Study
+compiles in its process. ``--repo`` runs another checkout's code (the same measurement before a change).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+_RUNS = flags.DEFINE_integer("runs", 3, "Cold runs (the median is reported).")
+_CONFIG = flags.DEFINE_string("config", "configs/default.py", "Config of the job.")
+_COLD_TABLES = flags.DEFINE_bool("cold_tables", False, "Empty table cache too ($NASJAX_CACHE).")
+_STUDY = flags.DEFINE_bool("study", False, "Time the README's Study example instead of the train job.")
+_REPO = flags.DEFINE_string("repo", "", "Checkout whose code runs (default: this one).")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMPORTS = "import scripts.train, nas.experiment.run, nas.experiment.report, nas.searchers, matplotlib.figure"
+STUDY = """
+from concurrent.futures import ThreadPoolExecutor
+from nas.host.ask_tell import Study
+
+def objective(p):
+    return (p["lr"] - 0.01) ** 2 * 1e4 + 0.1 * p["layers"] + {"relu": 0.0, "tanh": 0.2}[p["act"]]
+
+study = Study({"lr": [0.001, 0.003, 0.01, 0.03], "layers": [1, 2, 3, 4], "act": ["relu", "tanh"]},
+              searcher="regularized_evolution", direction="minimize", seed=0, max_queries=16,
+              population_size=6, tournament_size=3)
+with ThreadPoolExecutor(4) as pool:
+    study.optimize(objective, n_trials=16, batch_size=4, executor=pool)
+print("| best", study.best_params, study.best_value)
+"""
+
+
+def timed(cmd: list[str], env: dict, cwd: str) -> dict:
+    """Runs ``cmd`` in ``cwd``; wall and CPU seconds, peak RSS (MB), stdout and stderr of the process."""
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        res = {"stdout": out.read(), "stderr": err.read()}
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{res['stderr'][-3000:]}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return {**res, "wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024, "load": load}
+
+
+def compile_seconds(stderr: str) -> dict[str, float]:
+    """``{label: seconds}`` from the ``compiling <label> ... N s`` lines."""
+    found = re.findall(r"compiling (\S+)(?: \([^)]*\))? \.\.\. (\d+\.\d) s", stderr.replace("\r", "\n"))
+    out: dict[str, float] = {}
+    for label, secs in found:
+        out[label] = out.get(label, 0.0) + float(secs)
+    return out
+
+
+def result_table(stdout: str) -> str:
+    return "\n".join(line for line in stdout.splitlines() if line.startswith("|") or " of the incumbent " in line)
+
+
+def main(argv):
+    del argv
+    repo = os.path.abspath(_REPO.value or ROOT)
+    env = dict(os.environ, PYTHONPATH=repo)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    imports = timed([sys.executable, "-c", IMPORTS], env, repo)
+    print(f"{repo}: imports of the train command: {imports['wall']:.2f} s wall, {imports['cpu']:.2f} s CPU")
+    runs, tables = [], set()
+    for i in range(_RUNS.value):
+        with tempfile.TemporaryDirectory() as tmp:
+            run_env = dict(env, NASJAX_CACHE=os.path.join(tmp, "tables")) if _COLD_TABLES.value else env
+            cmd = [sys.executable, "-m", "scripts.train", f"--config={_CONFIG.value}", f"--workdir={tmp}/wd",
+                   f"--compilation_cache={tmp}/jax_cache"]  # fmt: skip
+            r = timed([sys.executable, "-c", STUDY] if _STUDY.value else cmd, run_env, repo)
+        runs.append(r)
+        tables.add(result_table(r["stdout"]))
+        compiles = ", ".join(f"{k} {v:.1f}" for k, v in compile_seconds(r["stderr"]).items())
+        print(f"run {i + 1}: {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU, peak {r['rss_mb']:.0f} MB, "
+              f"load {r['load']:.2f} before; compile s: {compiles}", flush=True)  # fmt: skip
+    if len(tables) != 1:
+        raise RuntimeError("the runs printed different tables:\n" + "\n\n".join(sorted(tables)))
+    walls, cpus = [r["wall"] for r in runs], [r["cpu"] for r in runs]
+    what = "the README's Study example" if _STUDY.value else _CONFIG.value
+    print(f"\n{what}, cold compilation cache, {len(runs)} runs: median {statistics.median(walls):.2f} s "
+          f"wall (min {min(walls):.2f}, max {max(walls):.2f}), median {statistics.median(cpus):.2f} s CPU")  # fmt: skip
+    print(tables.pop())
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -30,11 +30,13 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
+from nas.core.multi_fidelity import is_multi_fidelity
 from nas.core.searcher import Searcher
 from nas.engine import checkpoint
 from nas.engine.compiler_memory import trim_after_compiles
 from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
-from nas.engine.incumbent import incumbent_indices
+from nas.engine.incumbent import incumbent_indices, top_fidelity_score
+from nas.engine.multi_fidelity_runner import mf_init_state, mf_run_steps
 from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
 _CACHE_SIZE = 64
@@ -90,8 +92,10 @@ def init_program(searcher: Searcher, sharding=None) -> Callable:
     if opts is not None:  # a searcher that tunes its level: its init runs once, so it compiles at level 0
         opts = {**opts, "xla_backend_optimization_level": 0}
 
+    init = mf_init_state if is_multi_fidelity(searcher) else init_state
+
     def make():
-        fn = jax.vmap(lambda k: init_state(searcher, k))
+        fn = jax.vmap(lambda k: init(searcher, k))
         if sharding is None:
             return jax.jit(fn, compiler_options=opts)
         return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
@@ -105,6 +109,8 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
 
     def make():
         def one(key, state, objective):
+            if is_multi_fidelity(searcher):  # one finished evaluation per step (nas.engine.multi_fidelity_runner)
+                return mf_run_steps(searcher, objective, key, state, length)
             return run_steps(searcher, objective, key, state, length, rows)
 
         # the state is donated: a chunk updates it in place (one copy of the run state in memory, not two)
@@ -194,7 +200,8 @@ def run_chunked(
         state, metrics = chunk_program(searcher.program_for(lo, hi), hi - lo, rows)(keys, state, objective)
         step = hi
         done_now += 1
-        queries = min(step * searcher.batch_size, searcher.max_queries)
+        mf = is_multi_fidelity(searcher)
+        queries = step if mf else min(step * searcher.batch_size, searcher.max_queries)  # MF: evaluations finished
         if on_chunk is not None:
             h = state.history
             info = {
@@ -205,7 +212,12 @@ def run_chunked(
                 "elapsed_s": time.perf_counter() - t0,
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(metrics).items()},
             }
-            info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report))
+            score, rep = gather_seeds((h.score, h.report_score))
+            if mf:  # the incumbent is chosen among top-fidelity evaluations (nas.engine.incumbent)
+                score = top_fidelity_score(score, gather_seeds(h.fidelity), searcher.num_fidelities)
+            info.update(incumbent_stats(score, rep, queries, report))
+            if mf:
+                info["resource_spent_mean"] = float(np.mean(gather_seeds(state.spent)))
             on_chunk(info)
         if ckpt_path is not None:
             host_state = gather_seeds(state)  # every process takes part; process 0 writes
@@ -214,7 +226,7 @@ def run_chunked(
             del host_state  # not held while the next chunk runs
         if progress and is_lead():
             show_progress(label or searcher.registry_name, c + 1, num_chunks, queries, time.perf_counter() - t0)
-    history = state.history.first(searcher.max_queries)
+    history = state.history if is_multi_fidelity(searcher) else state.history.first(searcher.max_queries)
     return history if jax.process_count() == 1 else gather_seeds(history)
 
 

@@ -124,6 +124,7 @@ class Searcher:
     registry_name: ClassVar[str] = "searcher"
     Options: ClassVar[type[SearcherOptions]] = SearcherOptions
     splits_over_devices: ClassVar[bool] = True
+    multi_fidelity: ClassVar[bool] = False  # True: the job contract of nas.core.multi_fidelity
     xla_optimization_level: ClassVar[int | None] = None
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):
@@ -229,9 +230,15 @@ def _ensure_registered() -> None:
     import nas.searchers  # noqa: F401  (importing the package registers the built-in searchers)
 
 
-def available_searchers() -> list[str]:
+def available_searchers(multi_fidelity: bool | None = False) -> list[str]:
+    """Registered searchers: single-fidelity ones (default; they follow the batch ``ask/tell`` contract),
+    multi-fidelity ones (``True``, ``nas.core.multi_fidelity``) or all (``None``)."""
     _ensure_registered()
-    return sorted(SEARCHERS)
+    return sorted(
+        n
+        for n, cls in SEARCHERS.items()
+        if multi_fidelity is None or getattr(cls, "multi_fidelity", False) == multi_fidelity
+    )
 
 
 def searcher_class(name: str) -> type[Searcher]:

@@ -34,12 +34,14 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
+from nas.core.multi_fidelity import is_multi_fidelity
 from nas.core.searcher import Searcher
 from nas.engine import checkpoint
 from nas.engine.compile_notice import compile_notice
 from nas.engine.compiler_memory import trim_after_compiles
 from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
-from nas.engine.incumbent import incumbent_indices
+from nas.engine.incumbent import incumbent_indices, top_fidelity_score
+from nas.engine.multi_fidelity_runner import mf_init_state, mf_run_steps
 from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
 _CACHE_SIZE = 64
@@ -120,8 +122,10 @@ def init_program(searcher: Searcher, sharding=None) -> Callable:
     if opts is not None:  # a searcher that tunes its level: its init runs once, so it compiles at level 0
         opts = {**opts, "xla_backend_optimization_level": 0}
 
+    init = mf_init_state if is_multi_fidelity(searcher) else init_state
+
     def make():
-        fn = jax.vmap(lambda k: init_state(searcher, k))
+        fn = jax.vmap(lambda k: init(searcher, k))
         if sharding is None:
             return jax.jit(fn, compiler_options=opts)
         return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
@@ -135,6 +139,8 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> C
 
     def make():
         def one(key, state, objective):
+            if is_multi_fidelity(searcher):  # one finished evaluation per step (nas.engine.multi_fidelity_runner)
+                return mf_run_steps(searcher, objective, key, state, length)
             return run_steps(searcher, objective, key, state, length, rows)
 
         # the state is donated: a chunk updates it in place (one copy of the run state in memory, not two)
@@ -232,7 +238,7 @@ def run_chunked(
     t0 = t_saved = time.perf_counter()
     done_now = 0
     if progress and is_lead() and first is not None:  # the bar at once: a first chunk can run for minutes
-        show_progress(name, first, num_chunks, min(step * searcher.batch_size, searcher.max_queries), 0.0)
+        show_progress(name, first, num_chunks, queries_done(searcher, step), 0.0)
     for c in range(num_chunks):
         lo, hi = bounds[c], bounds[c + 1]
         if hi <= step:
@@ -247,7 +253,8 @@ def run_chunked(
         state, metrics = program(keys, state, objective)
         step = hi
         done_now += 1
-        queries = min(step * searcher.batch_size, searcher.max_queries)
+        mf = is_multi_fidelity(searcher)
+        queries = queries_done(searcher, step)
         if on_chunk is not None:
             h = state.history
             info = {
@@ -258,8 +265,12 @@ def run_chunked(
                 "elapsed_s": time.perf_counter() - t0,
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(metrics).items()},
             }
-            has_test = getattr(objective, "has_test", True)
-            info.update(incumbent_stats(*gather_seeds((h.score, h.report_score)), queries, report, has_test))
+            score, rep = gather_seeds((h.score, h.report_score))
+            if mf:  # the incumbent is chosen among top-fidelity evaluations (nas.engine.incumbent)
+                score = top_fidelity_score(score, gather_seeds(h.fidelity), searcher.num_fidelities)
+            info.update(incumbent_stats(score, rep, queries, report, getattr(objective, "has_test", True)))
+            if mf:
+                info["resource_spent_mean"] = float(np.mean(gather_seeds(state.spent)))
             on_chunk(info)
         if ckpt_path is not None and c < num_chunks - 1:  # the last chunk's state becomes the history
             # process 0's clock decides for every process: the save gathers the state from all of them
@@ -268,8 +279,13 @@ def run_chunked(
                 t_saved, saved = time.perf_counter(), step
         if progress and is_lead():
             show_progress(name, c + 1, num_chunks, queries, time.perf_counter() - t0)
-    history = state.history.first(searcher.max_queries)
+    history = state.history if is_multi_fidelity(searcher) else state.history.first(searcher.max_queries)
     return history if jax.process_count() == 1 else gather_seeds(history)
+
+
+def queries_done(searcher: Searcher, step: int) -> int:
+    """Queries per seed after ``step`` steps (a multi-fidelity searcher: evaluations finished, one per step)."""
+    return step if is_multi_fidelity(searcher) else min(step * searcher.batch_size, searcher.max_queries)
 
 
 def chunk_for(searcher: Searcher, lo: int, hi: int) -> Callable:

@@ -7,6 +7,11 @@ validation score where the objective has no test split). ``incumbent_index`` / `
 compute this in JAX (inside compiled programs or on device arrays); ``incumbent_indices`` /
 ``incumbent_scores`` in numpy, for host code that must compile nothing (progress lines between
 chunks, reports).
+
+Multi-fidelity runs (``nas.engine.multi_fidelity_runner``) keep the same rule on the evaluations at
+the top fidelity: the incumbent is the best configuration evaluated at the top fidelity so far
+(``top_fidelity_score`` masks the others), for every searcher alike; a single-fidelity searcher's
+queries are all top-fidelity evaluations.
 """
 
 from __future__ import annotations
@@ -59,3 +64,10 @@ def incumbent_scores(score: np.ndarray, report_score: np.ndarray) -> np.ndarray:
     idx = incumbent_indices(score)
     rep = np.take_along_axis(np.asarray(report_score), np.maximum(idx, 0), axis=-1)
     return np.where(idx >= 0, rep, -np.inf).astype(np.float64)
+
+
+def top_fidelity_score(score, fidelity, num_fidelities: int):
+    """``score`` where the evaluation ran at the top fidelity, ``-inf`` elsewhere (numpy or JAX arrays):
+    the scores the incumbent of a multi-fidelity run is chosen from."""
+    xp = jnp if isinstance(score, jax.Array) else np
+    return xp.where(xp.asarray(fidelity) == num_fidelities - 1, score, -xp.inf)

@@ -84,7 +84,7 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
 
 def all_searcher_names() -> list[str]:
     """Registered searchers and host-side peer baselines (``nas.experiment.peers``)."""
-    return available_searchers() + peers.available_peers()
+    return available_searchers(multi_fidelity=None) + peers.available_peers()
 
 
 def options_factory(name: str):

@@ -22,6 +22,18 @@ score becomes the reported metric (``report``, ``report_name``; e.g. accuracy %
 -> error %) and may give ``protocol`` and ``best_valid()`` (the best entry of a
 table, for reference lines in reports). ``Objective`` holds the defaults; any
 class with the attributes works (``check_objective`` says what is missing).
+
+**Fidelities** (optional). An objective may offer cheaper, less accurate evaluations: ``fidelities``
+is an increasing tuple of budgets in ``fidelity_unit`` (e.g. ``(12.0, 200.0)`` epochs), the last one
+the full evaluation. Such an objective's ``query(key, tokens, fidelity=None)`` takes the fidelity of
+each row, ``int32[B]`` indices into ``fidelities`` (``None``: every row at the top fidelity, so a
+searcher that ignores fidelities sees exactly the single-fidelity objective), and its ``cost`` is
+what that evaluation spent when trained from scratch. ``continues`` says whether a configuration's
+evaluation at a higher fidelity can continue its lower-fidelity training (the same training run,
+stopped later): then a promotion pays only the difference of the budgets
+(``nas.engine.multi_fidelity``). Tables whose fidelities are separate trainings (each budget with its
+own learning-rate schedule, as NAS-Bench-101/201) do not continue. An objective without fidelities has
+one, its full evaluation (``fidelity_budgets``).
 """
 
 from __future__ import annotations
@@ -49,6 +61,9 @@ class Objective:
 
     report_kind: str = "identity"
     protocol: str = "-"
+    fidelities: tuple[float, ...] = ()  # increasing budgets; () = one fidelity, the full evaluation
+    fidelity_unit: str = ""  # what a budget counts: "epochs", "iterations", ...
+    continues: bool = False  # a higher fidelity continues a lower one's training (pays the difference)
 
     @property
     def report_name(self) -> str:
@@ -72,3 +87,21 @@ def check_objective(obj) -> None:
             f"{type(obj).__name__} is not an objective: it lacks {missing} "
             "(see spaces/benchmarks/objective.py for the contract)"
         )
+
+
+def fidelity_budgets(obj) -> tuple[float, ...]:
+    """The budgets of ``obj``'s fidelities, increasing; ``(1.0,)`` (one full evaluation) without fidelities."""
+    budgets = tuple(float(b) for b in getattr(obj, "fidelities", ()) or ())
+    return budgets or (1.0,)
+
+
+def check_fidelities(name: str, fidelities, unit: str) -> tuple[float, ...]:
+    """``fidelities`` as a tuple of floats, or a ``ValueError`` unless they are finite, positive and increasing."""
+    budgets = tuple(float(b) for b in fidelities)
+    if not budgets:
+        raise ValueError(f"{name}: fidelities is empty; give the budgets in increasing order, e.g. (12, 200)")
+    if not all(np.isfinite(b) and b > 0 for b in budgets) or any(a >= b for a, b in zip(budgets, budgets[1:])):
+        raise ValueError(f"{name}: fidelities must be finite, positive and increasing, got {budgets}")
+    if not unit:
+        raise ValueError(f"{name}: say what the fidelities count (fidelity_unit, e.g. 'epochs')")
+    return budgets

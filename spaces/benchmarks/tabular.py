@@ -29,7 +29,7 @@ import numpy as np
 from flax import struct
 
 from spaces.base import Space
-from spaces.benchmarks.objective import REPORTS, Objective
+from spaces.benchmarks.objective import REPORTS, Objective, check_fidelities
 
 
 @struct.dataclass
@@ -60,6 +60,8 @@ class TabularBenchmark(Objective):
         dense: bool = False,
         protocol: str = "mean",
         report_kind: str = "acc_pct",
+        fidelities=None,
+        fidelity_unit: str = "",
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
 
@@ -74,7 +76,18 @@ class TabularBenchmark(Objective):
         - ``dense=True``: row ``r`` is the string with ``string_id == r``.
 
         ``cost`` (f32[R], e.g. training seconds) is optional: zeros when absent.
+
+        With ``fidelities`` (increasing budgets in ``fidelity_unit``, e.g. ``(12, 200)`` epochs) every
+        array has a leading fidelity axis, one value per fidelity (``valid`` f32[F, R, S] or f32[F, R],
+        ``test`` and ``cost`` f32[F, R]), and the result is a
+        ``spaces.benchmarks.multi_fidelity_table.MultiFidelityTable`` (one table per fidelity).
         """
+        if fidelities is not None:
+            return _build_levels(
+                cls, name=name, space=space, valid=valid, cost=cost, test=test, fidelities=fidelities,
+                fidelity_unit=fidelity_unit, rows=dict(strings=strings, string_ids=string_ids, row_ids=row_ids,
+                dense=dense), protocol=protocol, report_kind=report_kind,
+            )  # fmt: skip
         given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
         if sum(given) != 1:
             raise ValueError(
@@ -163,6 +176,8 @@ class TabularBenchmark(Objective):
         table: dict,
         protocol: str = "mean",
         report_kind: str = "identity",
+        fidelities=None,
+        fidelity_unit: str = "",
     ) -> TabularBenchmark:
         """A table from ``{tokens: score}`` (bring your own benchmark).
 
@@ -171,9 +186,25 @@ class TabularBenchmark(Objective):
         validation score (higher is better; one float or a list of per-seed
         floats) or a dict ``{"valid": ..., "test": float, "cost": float}``.
         Rows may come in any order; they are matched to strings by ``string_id``.
+
+        With ``fidelities`` (e.g. ``(12, 200)``, ``fidelity_unit="epochs"``) each of ``valid``, ``test``
+        and ``cost`` holds one value per fidelity: a dict keyed by the budget (``{12: 71.2, 200: 91.0}``)
+        or a list in the order of ``fidelities``; ``valid``'s values may be lists of per-seed scores.
+        The result is a ``MultiFidelityTable``.
         """
         if not table:
             raise ValueError(f"{name}: the table is empty")
+        if fidelities is not None:
+            budgets = check_fidelities(name, fidelities, fidelity_unit)
+            levels = [
+                {tokens: _at_fidelity(name, tokens, entry, i, budgets) for tokens, entry in table.items()}
+                for i in range(len(budgets))
+            ]
+            tables = [
+                cls.from_dict(name=name, space=space, table=lvl, protocol=protocol, report_kind=report_kind)
+                for lvl in levels
+            ]
+            return _stack(name, tables, budgets, fidelity_unit)
         strings, valid, test, cost = [], [], [], []
         for tokens, entry in table.items():
             strings.append(np.asarray(tokens, np.int64).reshape(-1))
@@ -265,3 +296,58 @@ class TabularBenchmark(Objective):
             "test_of_best_valid": float(np.asarray(self.test)[i]) if self.has_test else None,
             "best_valid_report": float(self.report(mv[i])),
         }
+
+
+def _stack(name, tables, budgets, unit):
+    from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable  # it builds on this module
+
+    return MultiFidelityTable.stack(name, tables, budgets, unit)
+
+
+def _build_levels(cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind):
+    """``TabularBenchmark.build`` once per fidelity (arrays with a leading fidelity axis)."""
+    budgets = check_fidelities(name, fidelities, fidelity_unit)
+    f = len(budgets)
+    valid = np.asarray(valid, np.float32)
+    for arr, what in ((valid, "valid"), (cost, "cost"), (test, "test")):
+        if arr is not None and (np.ndim(arr) < 2 or np.shape(arr)[0] != f):
+            raise ValueError(
+                f"{name}: with {f} fidelities {what} needs a leading fidelity axis of {f}, got shape {np.shape(arr)}"
+            )
+    tables = [
+        cls.build(
+            name=name,
+            space=space,
+            valid=valid[i],
+            cost=None if cost is None else np.asarray(cost)[i],
+            test=None if test is None else np.asarray(test)[i],
+            protocol=protocol,
+            report_kind=report_kind,
+            **rows,
+        )  # fmt: skip
+        for i in range(f)
+    ]
+    return _stack(name, tables, budgets, fidelity_unit)
+
+
+def _at_fidelity(name, tokens, entry, i, budgets):
+    """A ``from_dict`` entry's values at fidelity ``i`` (values keyed by budget or listed per fidelity)."""
+    entry = entry if isinstance(entry, dict) else {"valid": entry}
+
+    def pick(field, value):
+        if isinstance(value, dict):
+            by_budget = {float(k): v for k, v in value.items()}
+            if sorted(by_budget) != sorted(budgets):
+                raise ValueError(
+                    f"{name}: entry for {tuple(tokens)}: {field} needs one value per fidelity {budgets}, "
+                    f"got budgets {sorted(by_budget)}"
+                )
+            return by_budget[budgets[i]]
+        if isinstance(value, (list, tuple)) and len(value) == len(budgets):
+            return value[i]
+        raise ValueError(
+            f"{name}: entry for {tuple(tokens)}: {field} needs one value per fidelity {budgets} "
+            f"(a dict keyed by budget or a list of {len(budgets)}), got {value!r}"
+        )
+
+    return {k: pick(k, v) for k, v in entry.items()}

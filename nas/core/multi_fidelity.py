@@ -1,0 +1,143 @@
+"""The multi-fidelity searcher contract: one job at a time, each at a fidelity of the objective.
+
+A multi-fidelity searcher (successive halving, Hyperband, BOHB, ASHA, ...) decides which
+configuration to evaluate *and at which budget*, and it decides as results arrive, one by one::
+
+    state = searcher.init(key)
+    job, state = searcher.ask(key, state)               # Job: tokens int32[N], fidelity, parent, ok
+    state, metrics = searcher.tell(key, job, score, state)
+
+``job.fidelity`` indexes the objective's ``fidelities`` (``spaces.benchmarks.objective``);
+``job.parent`` is the fidelity index of an earlier evaluation of the same configuration that this
+one continues (a promotion), or ``-1`` for a fresh training: on an objective that ``continues``,
+the promotion pays only the difference of the budgets. ``job.ok`` False means the searcher has no
+job to give now (every candidate waits for a result still running, e.g. at a synchronous rung of
+successive halving); the worker waits for the next result. ``score`` is the evaluation's validation
+score (higher is better, ``-inf`` for a failed evaluation).
+
+The engine (``nas.engine.multi_fidelity_runner``) runs ``workers`` evaluations at once on a simulated
+clock, each busy for its evaluation's ``cost``, and tells the searcher each result when its
+evaluation finishes (Syne Tune's simulator backend, inside one compiled program); with one worker
+the run is sequential. The budget is compute: ``max_queries`` full evaluations, i.e. the run
+dispatches evaluations while the resource spent (``fidelities`` budgets, or their differences for
+promotions that continue) is below ``max_queries * fidelities[-1]``.
+
+Options are the searcher's identity, as for every searcher (``nas.core.searcher``); ``fidelities``
+are the objective's budgets, filled in from the objective by the experiment layer, so that the
+searcher's brackets and rungs are static shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from nas.core.searcher import Searcher, SearcherOptions, positive
+
+
+@struct.dataclass
+class Job:
+    """One evaluation a searcher asks for (fields as in the module docstring; a leading axis when batched)."""
+
+    tokens: jax.Array  # int32[N]
+    fidelity: jax.Array  # int32[]: index into the fidelities
+    parent: jax.Array  # int32[]: fidelity index this evaluation continues from, -1 = a fresh training
+    ok: jax.Array  # bool[]: False = no job now
+
+    @staticmethod
+    def make(tokens, fidelity, parent=-1, ok=True) -> Job:
+        return Job(
+            tokens=jnp.asarray(tokens, jnp.int32),
+            fidelity=jnp.asarray(fidelity, jnp.int32),
+            parent=jnp.asarray(parent, jnp.int32),
+            ok=jnp.asarray(ok, bool),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiFidelityOptions(SearcherOptions):
+    """Options every multi-fidelity searcher has.
+
+    Attributes:
+      max_queries: the compute budget in full evaluations (``max_queries * fidelities[-1]`` resource).
+      batch_size: 1 (one job per ask; parallelism comes from ``workers``).
+      fidelities: the objective's budgets, increasing (filled in from the objective by the experiment).
+      workers: W, evaluations running at once on the simulated clock (1 = sequential).
+    """
+
+    fidelities: tuple = ()
+    workers: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "fidelities", tuple(float(b) for b in self.fidelities))
+        super().__post_init__()
+
+    def check(self) -> None:
+        super().check()
+        positive(self, "workers")
+        if self.batch_size != 1:
+            raise ValueError(f"a multi-fidelity searcher asks one job at a time: batch_size must be 1, got "
+                             f"{self.batch_size} (run evaluations in parallel with workers=W)")  # fmt: skip
+        b = self.fidelities
+        if not b:
+            raise ValueError("fidelities is empty: give the objective's budgets (the experiment fills them in)")
+        if not all(math.isfinite(x) and x > 0 for x in b) or any(x >= y for x, y in zip(b, b[1:])):
+            raise ValueError(f"fidelities must be finite, positive and increasing, got {b}")
+
+
+class MultiFidelitySearcher(Searcher):
+    """Base class: ``init``, ``ask(key, state) -> (Job, state)``, ``tell(key, job, score, state)``."""
+
+    Options: ClassVar[type[SearcherOptions]] = MultiFidelityOptions
+    multi_fidelity: ClassVar[bool] = True
+
+    # -- static sizes the engine and the searchers share ------------------------------------------
+    @property
+    def budgets(self) -> tuple[float, ...]:
+        return self.options.fidelities
+
+    @property
+    def num_fidelities(self) -> int:
+        return len(self.budgets)
+
+    @property
+    def workers(self) -> int:
+        return self.options.workers
+
+    @property
+    def max_resource(self) -> float:
+        """The run's compute budget in the objective's fidelity unit."""
+        return float(self.max_queries) * self.budgets[-1]
+
+    @property
+    def min_charge(self) -> float:
+        """The least resource one evaluation can be charged: the lowest budget, or a promotion's difference."""
+        b = self.budgets
+        return min([b[0]] + [y - x for x, y in zip(b, b[1:])])
+
+    @property
+    def max_evaluations(self) -> int:
+        """A bound on the evaluations of one run: dispatch stops once the budget is spent, plus the
+        ``workers`` evaluations that may be running then."""
+        return int(math.ceil(self.max_resource / self.min_charge)) + self.workers
+
+    @property
+    def num_steps(self) -> int:
+        """Engine steps: one per finished evaluation."""
+        return self.max_evaluations
+
+    # -- the contract ----------------------------------------------------------------------------
+    def ask(self, key: jax.Array, state: Any) -> tuple[Job, Any]:
+        raise NotImplementedError
+
+    def tell(self, key: jax.Array, job: Job, score: jax.Array, state: Any) -> tuple[Any, dict]:
+        raise NotImplementedError
+
+
+def is_multi_fidelity(searcher) -> bool:
+    return bool(getattr(searcher, "multi_fidelity", False))

@@ -1,0 +1,101 @@
+"""Tables with fidelities: one ``TabularBenchmark`` per budget, queried by the fidelity of each row.
+
+``MultiFidelityTable(levels, fidelities, fidelity_unit)`` holds one table per fidelity, lowest
+first (e.g. NAS-Bench-201 after 12 and after 200 epochs). It is the objective contract with
+fidelities (``spaces.benchmarks.objective``):
+
+    res = table.query(key, tokens)                 # every row at the top fidelity: the full table
+    res = table.query(key, tokens, fidelity)       # fidelity int32[B]: index into ``fidelities``
+
+Everything a single-fidelity reader needs (``space``, ``valid``, ``test``, ``cost``, ``report``,
+``best_valid``, ...) is the top fidelity's, so a searcher or report that ignores fidelities sees
+exactly the full table, with the same numbers. Each level keeps its own seeds, test split and
+costs; a string a lower level does not hold scores ``-inf`` there. A fidelity index outside
+``[0, F)`` is a failed evaluation (``-inf``, cost 0), never a crash.
+
+The levels of a table are separate trainings (each budget with its own schedule), so by default
+a higher fidelity does not continue a lower one (``continues=False``: a promotion pays its full
+cost); a table built from one training's learning curve may say ``continues=True``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from spaces.benchmarks.objective import Objective, check_fidelities
+from spaces.benchmarks.tabular import TabularBenchmark
+
+
+@struct.dataclass
+class MultiFidelityTable(Objective):
+    levels: tuple  # TabularBenchmark per fidelity, lowest budget first (pytree leaves: their arrays)
+    name: str = struct.field(pytree_node=False)
+    fidelities: tuple = struct.field(pytree_node=False)  # increasing budgets, one per level
+    fidelity_unit: str = struct.field(pytree_node=False)
+    continues: bool = struct.field(pytree_node=False, default=False)
+
+    @classmethod
+    def stack(cls, name: str, levels, fidelities, fidelity_unit: str, continues: bool = False) -> MultiFidelityTable:
+        """Checks that the levels are tables of one space with one report, one per fidelity."""
+        levels = tuple(levels)
+        budgets = check_fidelities(name, fidelities, fidelity_unit)
+        if len(levels) != len(budgets):
+            raise ValueError(f"{name}: {len(levels)} tables for {len(budgets)} fidelities {budgets}")
+        top = levels[-1]
+        for lvl, b in zip(levels, budgets):
+            if not isinstance(lvl, TabularBenchmark):
+                raise TypeError(f"{name}: the level at {b:g} {fidelity_unit} is {type(lvl).__name__}, not a table")
+            if lvl.space is not top.space or lvl.report_kind != top.report_kind or lvl.protocol != top.protocol:
+                raise ValueError(
+                    f"{name}: every level needs the same space, report_kind and protocol as the top one "
+                    f"(the level at {b:g} {fidelity_unit} has {lvl.space.name}, {lvl.report_kind}, {lvl.protocol})"
+                )
+        return cls(levels=levels, name=name, fidelities=budgets, fidelity_unit=fidelity_unit, continues=continues)
+
+    # -- the top fidelity is the table a single-fidelity reader sees ------------------------
+    @property
+    def top(self) -> TabularBenchmark:
+        return self.levels[-1]
+
+    space = property(lambda self: self.top.space)
+    protocol = property(lambda self: self.top.protocol)
+    has_test = property(lambda self: self.top.has_test)
+    report_kind = property(lambda self: self.top.report_kind)
+    valid = property(lambda self: self.top.valid)
+    test = property(lambda self: self.top.test)
+    cost = property(lambda self: self.top.cost)
+    n_seeds = property(lambda self: self.top.n_seeds)
+    row_ids = property(lambda self: self.top.row_ids)
+    size = property(lambda self: self.top.size)
+    num_seeds = property(lambda self: self.top.num_seeds)
+
+    def rows(self, tokens: jax.Array) -> jax.Array:
+        return self.top.rows(tokens)
+
+    def mean_valid(self) -> jax.Array:
+        return self.top.mean_valid()
+
+    def best_valid(self):
+        return self.top.best_valid()
+
+    def with_protocol(self, protocol: str) -> MultiFidelityTable:
+        return self.replace(levels=tuple(lvl.with_protocol(protocol) for lvl in self.levels))
+
+    def level(self, fidelity: int) -> TabularBenchmark:
+        """The single-fidelity table of fidelity index ``fidelity`` (e.g. to report the low fidelity alone)."""
+        return self.levels[fidelity]
+
+    # -- the objective ------------------------------------------------------------------
+    def query(self, key: jax.Array, tokens: jax.Array, fidelity: jax.Array | None = None) -> dict[str, jax.Array]:
+        """``tokens[B, N]`` at ``fidelity`` (int32[B] indices, None = top) -> ``{"valid", "test", "cost"}``."""
+        if fidelity is None:
+            return self.top.query(key, tokens)
+        fidelity = jnp.broadcast_to(jnp.asarray(fidelity, jnp.int32), tokens.shape[:1])
+        per_level = [lvl.query(key, tokens) for lvl in self.levels]
+        fill = {"valid": -jnp.inf, "test": -jnp.inf, "cost": 0.0}
+        return {
+            k: jnp.select([fidelity == i for i in range(len(self.levels))], [r[k] for r in per_level], fill[k])
+            for k in fill
+        }

@@ -39,24 +39,24 @@ PARSE_ERRORS = (
 )
 
 
+# what an exception raised while reading a file says about the file (the first matching type wins)
+PROBLEMS = (
+    (FileNotFoundError, lambda e: "file not found"),
+    (IsADirectoryError, lambda e: "is a directory, not a file"),
+    (json.JSONDecodeError, lambda e: f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}: cut short?)"),
+    (UnicodeDecodeError, lambda e: "not UTF-8 text (a binary or differently encoded file)"),
+    (EOFError, lambda e: "ends early (empty or cut short)"),
+    (zipfile.BadZipFile, lambda e: f"not a readable .npz archive ({e}: cut short or another format)"),
+    (KeyError, lambda e: f"lacks the field {e.args[0]!r}" if e.args else "lacks a field"),
+    (pickle.UnpicklingError, lambda e: f"not a readable pickle ({e})"),
+)
+
+
 def problem(e: BaseException) -> str:
     """What an exception raised while reading a file says about the file, in words."""
-    if isinstance(e, FileNotFoundError):
-        return "file not found"
-    if isinstance(e, IsADirectoryError):
-        return "is a directory, not a file"
-    if isinstance(e, json.JSONDecodeError):
-        return f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}: cut short or edited?)"
-    if isinstance(e, UnicodeDecodeError):
-        return "not UTF-8 text (a binary or differently encoded file)"
-    if isinstance(e, EOFError):
-        return "ends early (empty or cut short)"
-    if isinstance(e, zipfile.BadZipFile):
-        return f"not a readable .npz archive ({e}: cut short or another format)"
-    if isinstance(e, KeyError):
-        return f"lacks the field {e.args[0]!r}" if e.args else "lacks a field"
-    if isinstance(e, pickle.UnpicklingError):
-        return f"not a readable pickle ({e})"
+    for kind, words in PROBLEMS:
+        if isinstance(e, kind):
+            return words(e)
     text = " ".join(str(e).split())
     return f"{type(e).__name__}: {text if len(text) <= 160 else text[:157] + '...'}"
 

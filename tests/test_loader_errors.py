@@ -7,33 +7,20 @@ import pickle
 import shutil
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from nas.core.searcher import make_searcher
-from spaces.base import CategoricalSpace
 from spaces.benchmarks import analog_nasbench, hpolib, nasbench_graph, nb201
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError
-from surrogates.deep_kernel import DeepKernelConfig
 from surrogates.meta_params import load_params, save_params
 from surrogates.meta_training import meta_train
 from surrogates.reptile import ReptileConfig
 from tests.conftest import shared_file
+from tests.test_tnas_suites import TINY, SumTask, tiny
 
-TINY = CategoricalSpace("tiny", {"a": [0, 1, 2], "b": [0, 1, 2, 3], "c": [0, 1]})
-MODEL = DeepKernelConfig(arch_encoder="mlp", num_features=9, hidden=8, arch_dim=4, set_dim=8, set_inducing=2,
-                         set_heads=2, set_blocks=1, xi_hidden=(8,))  # fmt: skip
-
-
-class SumTask:
-    def __init__(self, seed):
-        self.effects = jnp.asarray(np.random.default_rng(seed).normal(size=(3, 4)), jnp.float32)
-
-    def query(self, key, tokens):
-        del key
-        return {"valid": jnp.sum(self.effects[jnp.arange(3), tokens], axis=1)}
+MODEL = tiny(9)  # the one-hot MLP kernel of TINY's 9 one-hot features
 
 
 @pytest.fixture(scope="module")

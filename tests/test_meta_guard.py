@@ -13,7 +13,7 @@ from surrogates.deep_kernel import DeepKernelConfig
 from surrogates.meta_params import save_params
 from surrogates.meta_training import MetaTrainingError, meta_train
 from surrogates.reptile import ReptileConfig
-from tests.test_loader_errors import MODEL, TINY, SumTask
+from tests.test_tnas_suites import TINY, SumTask, tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +24,7 @@ def test_a_diverging_meta_training_writes_nothing(tmp_path):
         inner_steps=2, batch_size=8, set_min=3, set_max=8, inner_lr=1e3, inner_optimizer="sgd", outer_lr=1.0
     )  # fmt: skip  (a step size far too large: the loss is NaN at once)
     with pytest.raises(MetaTrainingError, match=r"diverged by outer step 2: .* \(above 100 or not finite; nothing"):
-        meta_train(str(path), TINY, {"b": SumTask(1), "c": SumTask(2)}, "a", ("a", "b", "c"), MODEL, rep, 4, 2,
+        meta_train(str(path), TINY, {"b": SumTask(1), "c": SumTask(2)}, "a", ("a", "b", "c"), tiny(9), rep, 4, 2,
                    seed=0, progress=False)  # fmt: skip
     assert not path.exists()
 

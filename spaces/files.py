@@ -94,7 +94,7 @@ def append_line_atomic(path: str | os.PathLike, line: str) -> None:
     """
     old = ""
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # a garbled log is kept, not a crash
             old = f.read()
         if old and not old.endswith("\n"):
             old = old[: old.rfind("\n") + 1]

@@ -66,7 +66,7 @@ def test_a_full_disk_is_one_line_keeps_every_file_and_the_rerun_resumes(tmp_path
     assert sorted(steps) == [3, 6]  # every chunk's line once
 
 
-def test_a_full_disk_anywhere_in_a_write_is_a_disk_full_error(tmp_path, monkeypatch):
+def test_a_full_disk_anywhere_in_a_write_is_a_disk_full_error(tmp_path, monkeypatch, capsys):
     target = tmp_path / "x.txt"
     files.write_text_atomic(target, "old")
 
@@ -77,3 +77,9 @@ def test_a_full_disk_anywhere_in_a_write_is_a_disk_full_error(tmp_path, monkeypa
     with pytest.raises(DiskFullError, match=r"x.txt: No space left on device; every file written before is intact"):
         files.write_text_atomic(target, "new")
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["x.txt"]
+
+    def make_folder(argv):  # a full disk outside the atomic writers (a folder, the lock): the same one line
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "wd"))
+
+    assert cli.guarded(make_folder)([]) == 2
+    assert capsys.readouterr().err.strip().startswith(f"disk full: {tmp_path / 'wd'}: No space left on device;")

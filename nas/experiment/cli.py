@@ -22,7 +22,7 @@ from nas.engine.checkpoint import CheckpointError
 from nas.experiment.config import ConfigError
 
 __all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded"]
-from spaces.files import DataError, DiskFullError
+from spaces.files import FULL_DISK, DataError, DiskFullError, disk_full
 
 # where the train commands keep JAX's persistent compilation cache unless told otherwise
 DEFAULT_COMPILATION_CACHE = os.environ.get(
@@ -95,7 +95,12 @@ def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], in
 
     def wrapped(argv):
         try:
-            return main(argv)
+            try:
+                return main(argv)
+            except OSError as e:  # a full disk outside the atomic writers (a folder, the lock) is one line too
+                if isinstance(e, DiskFullError) or e.errno not in FULL_DISK:
+                    raise
+                raise disk_full(e.filename or "?", e) from e
         except tuple(cls for cls, _ in ERRORS) as e:
             kind = next(k for cls, k in ERRORS if isinstance(e, cls))
             sys.stderr.write(f"\n{kind}: {' '.join(str(e).split())}\n")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from configs import default
+from nas.engine import host_loop
 from nas.experiment import cli
 from nas.experiment.run import run_experiment
 from spaces import files
@@ -34,6 +35,9 @@ def snapshot(wd):
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
 def test_a_full_disk_is_one_line_keeps_every_file_and_the_rerun_resumes(tmp_path, monkeypatch, capsys, code):
     run_experiment(tiny_config(), str(tmp_path / "ref"), progress=False)
+    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 0.0)  # a checkpoint after every chunk but the last
+    config = tiny_config()
+    config.chunk_steps = 2  # three chunks: checkpoints after the first and the second
     wd = str(tmp_path / "wd")
     ckpt = os.path.join(wd, "ckpt", "random_search.npz")
     real_write, real_fsync, seen, before = files.atomic_write, os.fsync, [], {}
@@ -50,20 +54,20 @@ def test_a_full_disk_is_one_line_keeps_every_file_and_the_rerun_resumes(tmp_path
 
     monkeypatch.setattr(files, "atomic_write", atomic_write)
     monkeypatch.setattr(files.os, "fsync", fsync)
-    status = cli.guarded(lambda argv: run_experiment(tiny_config(), wd, progress=False))([])
+    status = cli.guarded(lambda argv: run_experiment(config, wd, progress=False))([])
     lines = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"disk full: {ckpt}: ")
     assert "intact" in lines[0] and "resumes" in lines[0]
     assert before and snapshot(wd) == before  # every file as it was, no temporary file left over
     monkeypatch.setattr(files.os, "fsync", real_fsync)
-    run_experiment(tiny_config(), wd, progress=False)  # resumes from the first chunk's checkpoint
+    run_experiment(config, wd, progress=False)  # resumes from the first chunk's checkpoint
     done, ref = (json.load(open(os.path.join(d, "summary.json"))) for d in (wd, tmp_path / "ref"))
     assert done["searchers"] == ref["searchers"]
     a, b = (np.load(os.path.join(d, "history", "random_search.npz")) for d in (wd, tmp_path / "ref"))
     assert all(np.array_equal(a[k], b[k]) for k in ("tokens", "score", "report_score", "cost"))
     steps = [json.loads(x)["step"] for x in open(os.path.join(wd, "metrics.jsonl"))]
-    assert sorted(steps) == [3, 6]  # every chunk's line once
+    assert sorted(steps) == [2, 4, 6]  # every chunk's line once
 
 
 def test_a_full_disk_anywhere_in_a_write_is_a_disk_full_error(tmp_path, monkeypatch, capsys):

@@ -113,8 +113,12 @@ def test_tpe_in_an_experiment(tmp_path):
 
 
 def test_tpe_says_when_it_compiles_and_shows_every_query(capsys):
+    @struct.dataclass
+    class NewBowl(Bowl):  # another pytree type: its query program is compiled afresh in this process
+        pass
+
     peer = peers.make_peer("tpe", SPACE, max_queries=12, seeds_per_group=1, n_ei_candidates=7)
-    peers.run_peer(peer, Bowl(), jax.random.split(jax.random.PRNGKey(5), 2), progress=True, label="tpe_toy")
+    peers.run_peer(peer, NewBowl(), jax.random.split(jax.random.PRNGKey(5), 2), progress=True, label="tpe_toy")
     err = capsys.readouterr().err.replace("\r", "\n").splitlines()
     assert [x.split(" ... ")[0] for x in err if "compiling" in x] == ["compiling tpe_toy"]  # both groups: one shape
     bars = [x.split("] ")[1].split(",")[:2] for x in err if x.strip().startswith("tpe_toy [")]

@@ -46,7 +46,7 @@ from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
 _CACHE_SIZE = 64
 _PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, what, length) -> jitted fn
-_COMPILED: set = set()  # (program key, argument shapes) compiled ahead (``compile_ahead``)
+_COMPILED: set = set()  # (program id, argument tree, argument shapes) compiled ahead (``compile_ahead``)
 # a checkpoint costs a write and an fsync of the whole run state: for runs of many short chunks, at most
 # one per CHECKPOINT_EVERY_S seconds (a kill then loses at most that much work; resuming stays exact)
 CHECKPOINT_EVERY_S = 30.0
@@ -77,9 +77,10 @@ def compile_ahead(programs: list[tuple[Callable, tuple]], label: str, notice: bo
     follow run them without tracing or compiling again."""
     new = []
     for program, args in programs:
-        shapes = tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in jax.tree.leaves(args))
-        if (id(program), shapes) not in _COMPILED:
-            new.append((program, args, (id(program), shapes)))
+        leaves, tree = jax.tree.flatten(args)  # the tree holds static fields (an objective's protocol, ...)
+        shapes = tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in leaves)
+        if (id(program), tree, shapes) not in _COMPILED:
+            new.append((program, args, (id(program), tree, shapes)))
     if new:
         if notice and _bar_open[0]:  # the notice goes on a line of its own
             sys.stderr.write("\n")

@@ -4,6 +4,7 @@
     python -m scripts.bench_startup --runs=3 --config=configs/default.py:... --cold_tables
     python -m scripts.bench_startup --runs=3 --study          # the README's 16-trial Study example
     python -m scripts.bench_startup --runs=3 --repo=/path/to/another/checkout   # e.g. an older commit
+    python -m scripts.bench_startup --phases          # one cold run, CPU seconds per phase
 
 Each run is ``python -m scripts.train --config <config> --workdir <new folder>`` in a fresh process with an
 empty JAX compilation cache (a new ``--compilation_cache`` folder), so every program compiles, as on a
@@ -16,6 +17,10 @@ lines of each run (``nas.engine.compile_notice``). The printed result table must
 run; the script fails otherwise. ``--study`` times the README's ask/tell example instead (a Study of
 regularized evolution, 16 trials in batches of 4 on a 32-configuration space), also cold: a Study
 compiles in its process. ``--repo`` runs another checkout's code (the same measurement before a change).
+``--phases`` runs the default job once in a fresh process that times each phase in CPU seconds (load-
+independent, unlike wall time on a shared machine): imports, loading the table, per searcher the
+compiles (init and chunk programs) and the rest (running, checkpoints, metrics), the reports and
+matplotlib's import.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ _CONFIG = flags.DEFINE_string("config", "configs/default.py", "Config of the job
 _COLD_TABLES = flags.DEFINE_bool("cold_tables", False, "Empty table cache too ($NASJAX_CACHE).")
 _STUDY = flags.DEFINE_bool("study", False, "Time the README's Study example instead of the train job.")
 _REPO = flags.DEFINE_string("repo", "", "Checkout whose code runs (default: this one).")
+_PHASES = flags.DEFINE_bool("phases", False, "One cold run of the default job, CPU seconds per phase.")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPORTS = "import scripts.train, nas.experiment.run, nas.experiment.report, nas.searchers, matplotlib.figure"
 STUDY = """
@@ -50,6 +56,47 @@ study = Study({"lr": [0.001, 0.003, 0.01, 0.03], "layers": [1, 2, 3, 4], "act": 
 with ThreadPoolExecutor(4) as pool:
     study.optimize(objective, n_trials=16, batch_size=4, executor=pool)
 print("| best", study.best_params, study.best_value)
+"""
+
+
+PHASES = """
+import sys, tempfile, time
+cpu = time.process_time
+out = []
+c = cpu(); import jax; from nas.engine.devices import enable_compilation_cache, use_cpu_cores
+use_cpu_cores(0); out.append(("import jax", cpu() - c))
+c = cpu(); import configs.default, nas.searchers; from nas.engine import host_loop; from nas.experiment import run as R
+from nas.experiment import report as rep; out.append(("import the library", cpu() - c))
+tmp = tempfile.mkdtemp(); enable_compilation_cache(tmp + "/jax_cache")
+compile_cpu = [0.0]
+
+def timing(fn):
+    def wrapped(*a, **k):
+        c = cpu(); r = fn(*a, **k); compile_cpu[0] += cpu() - c; return r
+    return wrapped
+
+ahead, init_program = host_loop.compile_ahead, host_loop.init_program
+host_loop.compile_ahead = timing(ahead)
+host_loop.init_program = lambda *a, **k: timing(init_program(*a, **k))  # its first call compiles it
+run_chunked, build_benchmark, write_reports = R.run_chunked, R.build_benchmark, R.write_reports
+
+def chunked(searcher, *a, **k):
+    c, c0 = cpu(), compile_cpu[0]; h = run_chunked(searcher, *a, **k); spent = compile_cpu[0] - c0
+    out.append((f"{k['label']}: compile", spent)); out.append((f"{k['label']}: run and host work", cpu() - c - spent))
+    return h
+
+def bench(*a, **k):
+    c = cpu(); b = build_benchmark(*a, **k); out.append(("load the table", cpu() - c)); return b
+
+def reports(*a, **k):
+    c = cpu(); import matplotlib.figure; out.append(("import matplotlib", cpu() - c))
+    c = cpu(); s = write_reports(*a, **k); out.append(("reports (summary, CSV, plot)", cpu() - c)); return s
+
+R.run_chunked, R.build_benchmark, R.write_reports = chunked, bench, reports
+R.run_experiment(configs.default.get_config(), tmp + "/wd", progress=False)
+for name, secs in out:
+    print(f"| {name} | {secs:.2f} |")
+print(f"| total CPU of the process | {cpu():.2f} |")
 """
 
 
@@ -89,6 +136,11 @@ def main(argv):
     repo = os.path.abspath(_REPO.value or ROOT)
     env = dict(os.environ, PYTHONPATH=repo)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    if _PHASES.value:
+        r = timed([sys.executable, "-c", PHASES], env, repo)
+        print(f"one cold run of configs/default.py, load {r['load']:.2f} before, {r['wall']:.2f} s wall\n")
+        print("| phase | CPU s |\n|---|---|\n" + r["stdout"].strip())
+        return
     imports = timed([sys.executable, "-c", IMPORTS], env, repo)
     print(f"{repo}: imports of the train command: {imports['wall']:.2f} s wall, {imports['cpu']:.2f} s CPU")
     runs, tables = [], set()

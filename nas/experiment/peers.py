@@ -235,14 +235,13 @@ def host_programs(peer: Peer, objective, keys: jax.Array) -> list[tuple[Callable
     n = peer.space.num_tokens
     sid, sample, mutate = host_functions(peer.space)
     tokens = jnp.zeros((n,), jnp.int32)
-    examples = [
+    return [
         (vmapped_query, (objective, keys, jnp.zeros((keys.shape[0], 1, n), jnp.int32))),
         (query_keys, (keys, 0)),
         (sid, (tokens,)),
         (sample, (keys[0],)),
         (mutate, (keys[0], tokens)),
     ]
-    return examples  # fmt: skip
 
 
 def run_group(

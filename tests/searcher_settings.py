@@ -1,4 +1,12 @@
-"""Cheap options per registered searcher for the contract tests (small networks, few epochs)."""
+"""Cheap options per registered searcher for the contract tests (small networks, few epochs), and which
+searchers train networks at every step (their runs are marked ``slow``: ``pytest -m "not slow"`` leaves
+them out; CI runs them)."""
+
+import pytest
+
+# searchers that fit or train networks inside ask/tell (MLP ensembles, GPs, deep kernels, policies,
+# simulators): their programs take most of the suite's compile time
+TRAINING_SEARCHERS = ("bananas", "gp_bo", "reacts", "remaade", "tnas")
 
 CHEAP = {
     "regularized_evolution": {"population_size": 10, "tournament_size": 4},
@@ -15,3 +23,8 @@ CHEAP = {
 def cheap_options(name: str) -> dict:
     """Options that make searcher ``name`` fast to compile and run in tests ({} for the cheap ones)."""
     return dict(CHEAP.get(name, {}))
+
+
+def searcher_params(names) -> list:
+    """``names`` for ``pytest.mark.parametrize``, the ``TRAINING_SEARCHERS`` marked ``slow``."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n in TRAINING_SEARCHERS else n for n in names]

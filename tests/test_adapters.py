@@ -154,6 +154,7 @@ def test_ray_searcher_batches_failures_budget_and_checkpoint(tune):
     assert search.suggest("n4") == "FINISHED"
 
 
+@pytest.mark.slow
 def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
     import ray
 

@@ -126,6 +126,7 @@ def _count_compiles(fn):
     return sum("Compiling" in m for m in records)
 
 
+@pytest.mark.slow
 def test_bucketed_run_compiles_once_per_bucket():
     s = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
     assert [s.bucket_for_step(t) for t in range(s.num_steps)] == [0, 32, 32, 32, 50]

@@ -203,6 +203,7 @@ def test_marginal_likelihood_matches_float64_numpy_and_ignores_padding(arch_enco
     np.testing.assert_allclose(nll_fn(w, cfg, za, y, mask, *set_args, True), nll, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_posterior_interpolates_and_finetuning_lowers_the_nll():
     cfg, ax, fx, w, y = _setup("dag")
     mask = jnp.arange(12) < 9

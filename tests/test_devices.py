@@ -74,6 +74,7 @@ def test_sharded_seeds_equal_one_device(tmp_path, devices):
         np.testing.assert_array_equal(out[1][k], out[devices][k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_gp_searcher_on_two_devices_equals_one_device(tmp_path):
     out = _run_on(_GP_SCRIPT, tmp_path, (1, 2))
     for k in out[1].files:
@@ -81,6 +82,7 @@ def test_gp_searcher_on_two_devices_equals_one_device(tmp_path):
     assert len(np.unique(out[1]["gp"][:, 10:], axis=1)) > 1  # the model-chosen queries differ per seed
 
 
+@pytest.mark.slow
 def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
     """``scripts.train`` with the seeds on a mesh of 8 (fake) CPU devices gives the 1-device history bit for bit."""
     small = ["--config.num_trials=8", "--config.max_queries=12", "--config.only=random_search", "--noprogress"]

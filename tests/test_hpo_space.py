@@ -7,6 +7,7 @@ import pytest
 
 from nas.core.searcher import make_searcher
 from spaces.hpo import HPOSpace, categorical, floating, grid, integer, mlp_space
+from tests.searcher_settings import searcher_params
 
 
 def toy() -> HPOSpace:
@@ -127,7 +128,7 @@ def test_mlp_space_has_the_papers_ten_documented_hyperparameters():
         assert ("momentum" in s.to_spec(t)) == (s.to_spec(t)["solver"] == "sgd")
 
 
-@pytest.mark.parametrize("name", ["regularized_evolution", "remaade"])  # mutation and masked sampling
+@pytest.mark.parametrize("name", searcher_params(["regularized_evolution", "remaade"]))  # mutation, masked sampling
 def test_searchers_run_on_a_conditional_space(name):
     """A synthetic objective (no training): searchers only ever query distinct configurations."""
     from nas.engine.runner import make_run

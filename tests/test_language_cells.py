@@ -105,6 +105,7 @@ def test_nb101_pruning_and_disconnected_cells():
         space.replay(cells.nb101_architecture(m2, ops, space))
 
 
+@pytest.mark.slow
 def test_a_table_cell_trains_on_digits():
     from tests.test_language_table1 import train_losses
 

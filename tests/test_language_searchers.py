@@ -17,7 +17,7 @@ from spaces.language import LanguageSpace
 from spaces.language.examples import figure4
 from spaces.language.flatten import FlatLanguageSpace
 from surrogates.ridge import cholesky, fit_ridge, predict_ridge
-from tests.searcher_settings import cheap_options
+from tests.searcher_settings import cheap_options, searcher_params
 
 QUERIES = 20
 
@@ -45,7 +45,7 @@ def objective():
     return LinearObjective(weights=w, space=space)
 
 
-@pytest.mark.parametrize("name", available_searchers())
+@pytest.mark.parametrize("name", searcher_params(available_searchers()))
 def test_every_searcher_runs_on_a_flattened_language_space(name):
     obj = objective()
     kwargs = {"max_queries": QUERIES, **cheap_options(name)}

@@ -18,6 +18,7 @@ from tests.test_tnas_suites import TINY, SumTask, tiny
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_a_diverging_meta_training_writes_nothing(tmp_path):
     path = tmp_path / "tnas_params.npz"
     rep = ReptileConfig(

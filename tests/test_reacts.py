@@ -9,6 +9,7 @@ about a minute of compilation for the simulator's training loop).
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from nas.core.searcher import make_searcher
 from spaces import nb201
@@ -71,6 +72,7 @@ def test_prefix_values_use_rollouts_from_the_prefix():
     assert not np.allclose(v[:, 0], np.asarray(tokens[:, 0]))
 
 
+@pytest.mark.slow
 def test_warm_started_simulator_runs_and_stays_valid():
     """``sim_warm_epochs``: the simulator is carried between steps (full fit first, then short fits)."""
     s = make_searcher("reacts", nb201.SPACE, sim_warm_epochs=2, **TINY)

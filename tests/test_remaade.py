@@ -81,6 +81,7 @@ def nb201_runs():
     return out
 
 
+@pytest.mark.slow
 def test_remaade_improves_its_samples_on_nb201(nb201_runs):
     hist, metrics = nb201_runs["remaade"]
     batch_mean = np.asarray(hist.score).reshape(SEEDS, 5, 30).mean(axis=(0, 2))

@@ -114,6 +114,7 @@ def test_config_validation_messages():
         experiment.validate_config(small_config(only="bananas"))
 
 
+@pytest.mark.slow
 def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
     """Brax-style real run: 100 trials x 150 queries, seed-mean validation, test error.
 

@@ -16,7 +16,7 @@ import pytest
 from nas.core.searcher import available_searchers, make_searcher
 from nas.engine.runner import INIT_FOLD, make_search
 from spaces.benchmarks.registry import make_benchmark
-from tests.searcher_settings import cheap_options
+from tests.searcher_settings import cheap_options, searcher_params
 
 QUERIES = 24
 
@@ -51,7 +51,7 @@ def python_loop(searcher, key):
     return np.concatenate(toks)[:q], np.concatenate(vals)[:q]
 
 
-@pytest.mark.parametrize("name", available_searchers())
+@pytest.mark.parametrize("name", searcher_params(available_searchers()))
 def test_python_loop_equals_scan_no_repeats(name):
     searcher = build(name)
     key = jax.random.PRNGKey(7)

@@ -98,6 +98,7 @@ def test_tnas_searcher_queries_the_source_design_first_and_runs_many_seeds(param
         make_searcher("tnas", bench.space, acq_opt="exhaustive_please")
 
 
+@pytest.mark.slow
 def test_meta_training_samples_the_strings_of_a_large_space():
     space = nb101.NB101Space()
     toks = meta_strings(space, limit=1000, num_sampled=40)

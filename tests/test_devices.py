@@ -67,6 +67,7 @@ def _run_on(script, tmp_path, counts):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("devices", [2])
 def test_sharded_seeds_equal_one_device(tmp_path, devices):
     out = _run_on(_SCRIPT, tmp_path, (1, devices))

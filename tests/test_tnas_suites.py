@@ -132,6 +132,7 @@ class SumTask:
         return {"valid": jnp.sum(self.effects[jnp.arange(3), tokens], axis=1)}
 
 
+@pytest.mark.slow
 def test_searcher_identity_keys_on_the_parameter_files_contents(tmp_path):
     path = str(tmp_path / "p.npz")
     suite = ("a", "b", "c")

@@ -130,3 +130,29 @@ def test_config_field_fidelity_data_is_the_loader_option(tmp_path):
         validate_config({**cfg, **base, "fidelity_data": str(tmp_path / "absent.pd")})
     with pytest.raises(ConfigError, match="takes no 'fidelity_data'"):
         validate_config({**base, "benchmark": "hpolib/naval_propulsion", "protocol": "mean", "fidelity_data": path})
+    # a workdir written before the field existed resumes with it unset, and refuses it set
+    from configs import default
+    from nas.experiment.workdir import Workdir
+
+    config = default.get_config()
+    wd = Workdir(str(tmp_path / "wd")).open()
+    wd.save_config(config)
+    saved = json.loads(open(wd.file("config.json")).read())
+    del saved["fidelity_data"]
+    open(wd.file("config.json"), "w").write(json.dumps(saved))
+    wd.check_config(config)
+    config.fidelity_data = path
+    with pytest.raises(ConfigError, match="fidelity_data: None -> "):
+        wd.check_config(config)
+    wd.close()
+
+
+def test_rank_correlation_pairs_levels_by_string():
+    from scripts.fidelity_correlation import rank_correlations, table_pairs
+    from tests.test_multi_fidelity_engine import toy_table
+
+    rows = table_pairs(toy_table())  # valid = 10 a + b + budget / 100: one ranking at every budget
+    assert [r["pair"] for r in rows if r["split"] == "valid"] == [(1.0, 3.0), (1.0, 9.0), (3.0, 9.0)]
+    assert all(np.isclose(r["spearman"], 1.0) and np.isclose(r["kendall"], 1.0) and r["n"] == 8 for r in rows)
+    r = rank_correlations([1.0, 2.0, 3.0, -np.inf, 5.0], [1.0, 3.0, 2.0, 4.0, np.nan])
+    assert r["n"] == 3 and r["left_out"] == 2 and np.isclose(r["spearman"], 0.5) and np.isclose(r["kendall"], 1 / 3)

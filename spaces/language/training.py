@@ -21,7 +21,8 @@ One program trains ``epochs`` epochs of mini-batch Adam in a ``lax.scan`` (netwo
 architecture's graph, then flatten and a dense head with ``num_outputs``), then scores the
 validation and test splits: accuracy in [0, 1] for classification, ``-log(MSE)`` for
 regression. Its pieces (initialize, run epochs from a state, score) are ``CandidateTraining``,
-which ``spaces.language.epoch_training`` also compiles one epoch at a time (epochs as a fidelity). A run whose loss or parameters become non-finite (divergence) scores ``-inf`` on
+which ``spaces.language.epoch_training`` also compiles one epoch at a time (epochs as a fidelity).
+A run whose loss or parameters become non-finite (divergence) scores ``-inf`` on
 both, as does an invalid string; it never raises and is never a best. ``cost`` is the
 candidate's share of its group's training wall time (compilation excluded; ``stats`` keeps it).
 """

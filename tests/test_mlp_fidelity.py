@@ -94,3 +94,22 @@ def test_an_idle_row_trains_nothing_and_costs_nothing(objective, query):
     assert float(res["valid"][0]) == -np.inf and float(res["cost"][0]) == 0.0
     assert np.isfinite(float(res["valid"][1])) and float(res["cost"][1]) == B1
     np.testing.assert_array_equal(np.asarray(objective.steps_at(tokens, None)[0]), [B2, B2])  # None: the top one
+
+
+def test_the_engine_charges_a_promotion_its_added_steps(objective, query):
+    """Two workers, two seeds (vmap): a configuration promoted from B1 to B2 pays B2 - B1 steps and scores what
+    the objective scores at B2 with the run's training seed."""
+    from nas.engine.multi_fidelity_runner import QUERY_FOLD, make_mf_search
+    from tests.test_host_multi_fidelity import LongScript, ScriptedTokens
+
+    script = ((0, 1, 0, -1), (1, 0, 0, -1), (0, 1, 1, 0))
+    s = ScriptedTokens(SPACE, LongScript(fidelities=(B1, B2), workers=2, max_queries=2, script=script))
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    h = jax.jit(jax.vmap(make_mf_search(s), in_axes=(0, None)))(keys, objective)
+    np.testing.assert_array_equal(np.asarray(h.fidelity[:, :3]), [[0, 0, 1]] * 2)
+    np.testing.assert_array_equal(np.asarray(h.resource[:, :3]), [[B1, B1, B2 - B1]] * 2)
+    np.testing.assert_allclose(np.asarray(h.cost[:, 2]), [B2 - B1] * 2, rtol=1e-6)  # simulated time: steps
+    promoted = jnp.asarray([[0, 1], [0, 1]], jnp.int32)
+    for i, key in enumerate(keys):  # (0, 1) at B1 and at B2, trained with the run's one seed
+        want = query(jax.random.fold_in(key, QUERY_FOLD), promoted, jnp.asarray([0, 1], jnp.int32))
+        np.testing.assert_allclose(np.asarray(h.score[i, ::2][:2]), np.asarray(want["valid"]), rtol=1e-6)

@@ -8,7 +8,7 @@ tokens[B, N])`` trains the B configurations of a batch in one compiled program
 and returns ``{"valid": -validation RMSE, "test": -test RMSE, "cost": steps}``
 (RMSE in the target's original units; ``report_kind="neg_rmse"``).
 
-Training (``score_rows`` -> ``train_segment``):
+Training (``score_rows`` -> ``train_segment``, whose steps are in ``spaces.benchmarks.mlp_segment``):
 
 - Segments: the rows of a query are sorted by (``max_iter``, width) and cut into segments of
   ``segment_size`` rows trained one after another (``lax.scan``); a segment runs to its own longest

@@ -14,10 +14,11 @@ calls of the epoch program, so:
 - an evaluation whose ``parent`` (the fidelity index it continues, as ``nas.core.multi_fidelity.Job``)
   has no kept state trains from scratch, as one with ``parent = -1``.
 
-Numbers at ``E`` epochs agree with the fused single-fidelity program (``training.make_train_fn``) up
-to float rounding, not bit for bit: the programs differ. Results are memoized per (canonical string,
-seed, epochs); states are kept for at most ``max_states`` configurations (least recently used first
-out) and never at the top fidelity, from which nothing continues.
+Numbers at ``E`` epochs are guaranteed to agree with the fused single-fidelity program
+(``training.make_train_fn``) only up to float rounding: the compiled programs differ. Results are
+memoized per (canonical string, seed, epochs); states are kept for at most ``max_states``
+configurations (least recently used first out) and never at the top fidelity, from which nothing
+continues.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class EpochTrainer(Trainer):
             self.compile(jax.jit(score), traced, state, x_va, y_va, x_te, y_te),
         )
         self.programs[key] = programs
+        if len(self.programs) > self.max_programs:
+            self.programs.popitem(last=False)
         return programs
 
     def evaluate(self, tokens, seeds, fidelity=None, parent=None) -> dict[str, np.ndarray]:

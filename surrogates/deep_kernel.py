@@ -192,7 +192,9 @@ class DeepKernelNet(nn.Module):
         ``set_*[task[i]]`` (the sets of all tasks stacked on a leading axis)."""
         z = self.psi_only(arch_x)
         if self.cfg.use_dataset_encoder:
-            d = jnp.stack([self.phi(*(a[q] for a in (set_features, set_scores, set_mask))) for q in range(len(set_mask))])
+            d = jnp.stack(
+                [self.phi(*(a[q] for a in (set_features, set_scores, set_mask))) for q in range(len(set_mask))]
+            )
             z = jnp.concatenate([z, d[task]], axis=-1)
         return self._xi(z)
 

@@ -10,8 +10,8 @@ parameters file (``design_file``, written by ``scripts.meta_train``) or strings 
 
 The inner searcher asks as usual; in the batches that hold design queries, its rows at those positions
 are dropped and the design takes them, and a row of its own that repeats a design string or an earlier
-query is replaced by a fresh random string (so nothing is queried twice). It is then told the design's scores as if it had
-asked for them. Meant for searchers whose first queries are random draws (random search, regularized
+query is replaced by a fresh random string (so nothing is queried twice). It is then told the design's
+scores as if it had asked for them. Meant for searchers whose first queries are random draws (random search, regularized
 evolution, local search, BANANAS, GP-BO: their random initial strings, ``num_init``, include the design);
 a policy searcher would be told strings its policy did not sample.
 
@@ -121,7 +121,9 @@ class WarmStart(Searcher):
 
             _, _, meta, design, _ = load_params(o.design_file)
             if meta.get("space") != self.space.name:
-                raise ValueError(f"{o.design_file} holds a design of space {meta.get('space')!r}, not {self.space.name!r}")
+                raise ValueError(
+                    f"{o.design_file} holds a design of space {meta.get('space')!r}, not {self.space.name!r}"
+                )
             self.params_sha256 = file_sha256(o.design_file)
         else:
             design = parse_design(o.design)

@@ -18,8 +18,8 @@ from nas.engine.runner import make_search
 from nas.searchers.candidates import acquisition_candidates
 from nas.searchers.warm_start import warm_started
 from spaces import nb101, nb201
-from spaces.nb101_encodings import continuous_adjacency_cell
 from spaces.benchmarks.registry import make_benchmark
+from spaces.nb101_encodings import continuous_adjacency_cell
 from surrogates import deep_kernel as dk
 from surrogates.meta_params import save_params
 from surrogates.reptile import MetaData, ReptileConfig, sample_pair_batch
@@ -47,7 +47,8 @@ def test_nb201_continuous_adjacency_of_a_hand_made_cell():
     # the cell back from its own encoding, and from any real vector: the K largest values are the edges
     back = nb201.continuous_adjacency_cell(jnp.asarray(x[:6]), x[30], jnp.argmax(ops, 1))
     np.testing.assert_array_equal(back, cell)
-    got = nb201.continuous_adjacency_cell(jnp.asarray([0.1, 0.9, 0.8, 0.3, 0.7, 0.2]), 3, jnp.asarray([0, 1, 2, 3, 0, 1]))
+    values = jnp.asarray([0.1, 0.9, 0.8, 0.3, 0.7, 0.2])
+    got = nb201.continuous_adjacency_cell(values, 3, jnp.asarray([0, 1, 2, 3, 0, 1]))
     np.testing.assert_array_equal(got, [0, 2, 3, 0, 1, 0])
     # the other encodings are unchanged
     np.testing.assert_array_equal(nb201.SPACE.features(cell, "adjacency"), nb201.SPACE.features(cell, "onehot"))

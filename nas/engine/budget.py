@@ -104,9 +104,12 @@ def tree_bytes(tree) -> int:
 def run_state_bytes(searcher) -> int:
     """Bytes of one trial's run state (``nas.engine.runner.init_state``: searcher state, history buffers),
     from ``jax.eval_shape``: the shapes are traced, nothing is computed or allocated."""
+    from nas.core.multi_fidelity import is_multi_fidelity
+    from nas.engine.multi_fidelity_runner import mf_init_state
     from nas.engine.runner import init_state
 
-    return tree_bytes(jax.eval_shape(lambda k: init_state(searcher, k), jax.random.PRNGKey(0)))
+    init = mf_init_state if is_multi_fidelity(searcher) else init_state
+    return tree_bytes(jax.eval_shape(lambda k: init(searcher, k), jax.random.PRNGKey(0)))
 
 
 def history_bytes(num_tokens: int, max_queries: int) -> int:
@@ -152,7 +155,10 @@ def check_memory(budget: Budget, searcher=None, state_bytes: int | None = None) 
     if state_bytes is None:
         num_tokens = searcher.space.num_tokens
         state_bytes = run_state_bytes(searcher) if hasattr(searcher, "init") else 0
-        state_bytes += history_bytes(num_tokens, b.max_queries)
+        if getattr(searcher, "multi_fidelity", False):  # MFHistory: a row per evaluation, 3 more 4-byte fields
+            state_bytes += history_bytes(num_tokens, searcher.max_evaluations) + 12 * searcher.max_evaluations
+        else:
+            state_bytes += history_bytes(num_tokens, b.max_queries)
     per_trial = state_bytes + 8  # and its seed key (uint32[2])
     need = b.num_trials * per_trial
     have = available_memory()

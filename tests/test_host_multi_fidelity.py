@@ -82,6 +82,7 @@ def digits_task():
                         continues=True)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_digits_promotion_continues_the_same_training(digits_task):
     task, trainer = digits_task, digits_task.trainer
     tokens = task.space.from_spec([0.25, 1, 1, "relu", 8, 3])[None]  # dropout: per-step masks must line up too
@@ -100,6 +101,7 @@ def test_a_digits_promotion_continues_the_same_training(digits_task):
         type(trainer)(task.space, task.data, trainer.cfg, (1.5, 3))
 
 
+@pytest.mark.slow
 def test_the_host_loop_drives_a_language_task(digits_task):
     space = digits_task.space
     a = tuple(int(x) for x in space.from_spec([0.0, 1, 1, "tanh", 8, 3]))

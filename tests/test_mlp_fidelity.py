@@ -50,6 +50,7 @@ def test_the_space_leaves_max_iter_to_the_fidelity():
         plain.query(jax.random.PRNGKey(0), jnp.zeros((1, plain.space.num_tokens), jnp.int32), jnp.zeros(1, jnp.int32))
 
 
+@pytest.mark.slow
 def test_a_promotion_continues_the_same_training_exactly(objective, query):
     space, key, tokens = objective.space, jax.random.PRNGKey(3), TOKENS
     keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jax.vmap(space.string_id)(tokens))  # the query's seeds
@@ -96,6 +97,7 @@ def test_an_idle_row_trains_nothing_and_costs_nothing(objective, query):
     np.testing.assert_array_equal(np.asarray(objective.steps_at(tokens, None)[0]), [B2, B2])  # None: the top one
 
 
+@pytest.mark.slow
 def test_the_engine_charges_a_promotion_its_added_steps(objective, query):
     """Two workers, two seeds (vmap): a configuration promoted from B1 to B2 pays B2 - B1 steps and scores what
     the objective scores at B2 with the run's training seed."""

@@ -107,6 +107,7 @@ def _meta_data(cfg, num_tasks=2, rows=40):
     return MetaData(arch_x=arch_x, features=feats, scores=scores)
 
 
+@pytest.mark.slow
 def test_pair_sampling_mixes_tasks_and_one_task_gives_the_task_loss():
     cfg = dk.DeepKernelConfig(arch_encoder="mlp", **SMALL)  # the sampling does not depend on psi: a cheap one
     data = _meta_data(cfg)
@@ -126,6 +127,7 @@ def test_pair_sampling_mixes_tasks_and_one_task_gives_the_task_loss():
         ReptileConfig(task_sampling="pairs")
 
 
+@pytest.mark.slow
 def test_no_graph_encoder_kernel_reads_the_matrix_encoding_and_drives_tnas(tmp_path):
     cfg = dk.DeepKernelConfig(arch_encoder="matrix", **SMALL)
     tokens = jax.vmap(nb201.SPACE.sample)(jax.random.split(jax.random.PRNGKey(5), 6))

@@ -26,6 +26,7 @@ uses, so until some budget has a model BOHB starts the configurations Hyperband 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +39,7 @@ from nas.searchers.mf_observations import Observations, draw_new, observations_i
 from nas.searchers.successive_halving import BracketOptions, Hyperband
 from surrogates import categorical_kde as kde
 
-_FLOOR = float(jnp.log(jnp.float32(1e-32)))  # HpBandSter's max(1e-32, density)
+_FLOOR = math.log(1e-32)  # HpBandSter's max(1e-32, density), in logs
 
 
 @dataclasses.dataclass(frozen=True)

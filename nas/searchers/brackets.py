@@ -79,6 +79,13 @@ def bracket(ladder: tuple[int, ...], eta: float, s: int, n: int) -> Bracket:
     return tuple(rungs)
 
 
+def successive_halving_bracket(ladder: tuple[int, ...], eta: float, s: int = -1, n: int = 0) -> Bracket:
+    """One successive-halving bracket: ``s`` (-1 = the one starting at the lowest rung) with ``n`` new
+    configurations (0 = ``eta^s``: one reaches the top)."""
+    s = len(ladder) - 1 if s < 0 else s
+    return bracket(ladder, eta, s, n or int(math.floor(eta**s + 1e-9)))
+
+
 def hyperband_brackets(ladder: tuple[int, ...], eta: float) -> tuple[Bracket, ...]:
     """Hyperband's brackets s = s_max..0 (Algorithm 2) on the ``K``-rung ladder, ``s_max = K - 1``."""
     k = len(ladder)

@@ -31,16 +31,19 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from nas.core.dedup import seen_contains, seen_insert
 from nas.core.searcher import one_of, positive, register
 from nas.searchers import brackets as bk
+from nas.searchers.bananas import ensemble_config
+from nas.searchers.bo import resolve_encoding
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing
 from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe, run_if
 from nas.searchers.successive_halving import BracketOptions, BracketSearcher
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
-from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
+from surrogates.mlp_ensemble import ensemble_mean_std, fit_ensemble, predict_ensemble
 
 VARIANTS = ("highest_fidelity", "fidelity_feature")
 
@@ -53,7 +56,7 @@ class MFBananasOptions(BracketOptions):
     num_init: results the ensemble needs before it proposes (10, BANANAS' t0).
     encoding, acquisition, num_candidates, patience, max_edits, dedup_encoding: the BANANAS step
       (``nas.searchers.bo``).
-    num_members, num_layers, width, learning_rate, epochs, mlp_batch_size: the ensemble (BANANAS').
+    num_members, num_layers, width, learning_rate, epochs, mlp_batch_size, loss: the ensemble (BANANAS').
     """
 
     variant: str = "highest_fidelity"
@@ -73,6 +76,7 @@ class MFBananasOptions(BracketOptions):
     learning_rate: float = 0.01
     epochs: int = 150
     mlp_batch_size: int = 32
+    loss: str = "mae"
 
     def check(self):
         super().check()
@@ -80,6 +84,7 @@ class MFBananasOptions(BracketOptions):
         one_of(self, "brackets", ("hyperband", "successive_halving"))
         one_of(self, "acquisition", ACQUISITIONS)
         one_of(self, "acq_opt", ACQ_OPTS)
+        one_of(self, "loss", ("mae", "mse"))
         positive(self, "num_init", "num_candidates", "patience", "max_edits", "num_random", "num_members",
                  "num_layers", "width", "epochs", "mlp_batch_size")  # fmt: skip
 
@@ -101,28 +106,15 @@ class MFBananas(BracketSearcher):
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":
             return bk.hyperband_brackets(ladder, self.options.eta)
-        s = len(ladder) - 1
-        return (bk.bracket(ladder, self.options.eta, s, int(math.floor(self.options.eta**s + 1e-9))),)
+        return (bk.successive_halving_bracket(ladder, self.options.eta),)
 
     def setup(self):
         super().setup()
-        o = self.options
-        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
-        enc = next(k for k in ("path", "onehot") if k in kinds) if o.encoding == "auto" else o.encoding
-        if enc not in kinds:
-            raise ValueError(f"encoding {enc!r} is not a feature kind of space {self.space.name!r} ({list(kinds)})")
-        self.encoding = enc
-        self.mlp = MLPEnsembleConfig(
-            num_members=o.num_members,
-            num_layers=o.num_layers,
-            width=o.width,
-            learning_rate=o.learning_rate,
-            epochs=o.epochs,
-            batch_size=o.mlp_batch_size,
-        )
+        self.encoding = resolve_encoding(self.space, self.options.encoding, ("path", "onehot"))
+        self.mlp = ensemble_config(self.options)
         b = self.budgets
         span = math.log(b[-1] / b[0]) if len(b) > 1 else 1.0
-        self.fidelity_feature = jnp.asarray([math.log(x / b[0]) / span for x in b], jnp.float32)
+        self.fidelity_feature = np.asarray([math.log(x / b[0]) / span for x in b], np.float32)
 
     def init_model(self, key):
         c, n = self.capacity, self.space.num_tokens
@@ -134,7 +126,7 @@ class MFBananas(BracketSearcher):
         x = jax.vmap(lambda t: self.space.features(t, self.encoding))(tokens).astype(jnp.float32)
         if self.options.variant == "highest_fidelity":
             return x
-        z = self.fidelity_feature[jnp.clip(fidelity, 0, self.num_fidelities - 1)]
+        z = jnp.asarray(self.fidelity_feature)[jnp.clip(fidelity, 0, self.num_fidelities - 1)]
         return jnp.concatenate([x, jnp.broadcast_to(z, x.shape[:1])[:, None]], axis=1)
 
     def _training_rows(self, obs: Observations):

@@ -24,7 +24,6 @@ Subclasses (BOHB, the multi-fidelity BANANAS) change where new configurations co
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
@@ -243,9 +242,8 @@ class SuccessiveHalving(BracketSearcher):
     Options = SuccessiveHalvingOptions
 
     def make_brackets(self, ladder):
-        s = len(ladder) - 1 if self.options.bracket < 0 else self.options.bracket
-        n = self.options.num_configs or int(math.floor(self.options.eta**s + 1e-9))
-        return (bk.bracket(ladder, self.options.eta, s, n),)
+        o = self.options
+        return (bk.successive_halving_bracket(ladder, o.eta, o.bracket, o.num_configs),)
 
 
 @register("hyperband")

@@ -31,7 +31,7 @@ def main(argv):
         raise cli.ConfigError(f"unexpected arguments {argv[1:]}")
     from spaces.benchmarks.registry import available_benchmarks, make_benchmark
     from spaces.files import append_line_atomic
-    from surrogates.meta_training import meta_train, source_tasks
+    from surrogates.meta_training import MetaTrainingError, meta_train, source_tasks
 
     target, suite, rep, model, meta = settings(_CONFIG.value)
     try:
@@ -45,27 +45,63 @@ def main(argv):
     spaces = {t.space.name for t in tables.values()}
     if len(spaces) != 1:
         raise cli.ConfigError(f"the suite's tasks must share one search space, got {sorted(spaces)}")
+    space = next(iter(tables.values())).space
+    check_meta_budget(space, model, rep, meta, len(sources))
     os.makedirs(_WORKDIR.value, exist_ok=True)
     metrics = os.path.join(_WORKDIR.value, "meta_metrics.jsonl")
-    info = meta_train(
-        os.path.join(_WORKDIR.value, PARAMS_NAME),
-        next(iter(tables.values())).space,
-        tables,
-        target,
-        suite,
-        model,
-        rep,
-        outer_steps=meta["outer_steps"],
-        chunk_steps=meta["chunk_steps"],
-        seed=meta["seed"],
-        init_design=meta["init_design"],
-        num_strings=meta["num_strings"],
-        failed_scores=meta["failed_scores"],
-        progress=_PROGRESS.value,
-        log=lambda line: append_line_atomic(metrics, json.dumps(line)),
-    )
+    try:
+        info = meta_train(
+            os.path.join(_WORKDIR.value, PARAMS_NAME),
+            space,
+            tables,
+            target,
+            suite,
+            model,
+            rep,
+            outer_steps=meta["outer_steps"],
+            chunk_steps=meta["chunk_steps"],
+            seed=meta["seed"],
+            init_design=meta["init_design"],
+            num_strings=meta["num_strings"],
+            failed_scores=meta["failed_scores"],
+            progress=_PROGRESS.value,
+            log=lambda line: append_line_atomic(metrics, json.dumps(line)),
+        )
+    except MetaTrainingError as e:  # other settings in the workdir, a diverged meta-loss: what to change
+        raise cli.ConfigError(str(e)) from e
     print(f"meta-trained on {info['sources']} (target {target} left out): {_WORKDIR.value}/{PARAMS_NAME}")
     return 0
+
+
+def check_meta_budget(space, model, rep, meta: dict, num_sources: int) -> None:
+    """The strings meta-training reads (every string of a small space, else ``config.meta.num_strings``),
+    its batches and its seed against the space and the memory of the meta-data (``nas.engine.budget``)."""
+    import jax
+    import jax.numpy as jnp
+
+    from nas.engine.budget import Budget, BudgetError, check_budget
+    from surrogates.deep_kernel import arch_inputs
+    from surrogates.meta_training import ALL_STRINGS_LIMIT
+
+    small = space.size <= ALL_STRINGS_LIMIT
+    strings = (space.num_configurations or space.size) if small else meta["num_strings"]
+    names = {
+        "max_queries": "config.meta.num_strings" if not small else "the space's strings",
+        "batch_size": "config.meta.batch_size",
+        "seed": "config.meta.seed",
+    }
+    budget = Budget(max_queries=strings, batch_size=rep.batch_size, seed=meta["seed"], names=names)
+    try:
+        check_budget(budget, space)
+        one = jax.eval_shape(lambda t: arch_inputs(model, space, t), jnp.zeros(space.num_tokens, jnp.int32))
+        per_string = one.size * one.dtype.itemsize + 4 * (space.feature_dim("onehot") + num_sources)
+        check_budget(budget, space, state_bytes=strings * per_string)  # the meta-data in memory
+    except BudgetError as e:
+        raise cli.ConfigError(str(e)) from e
+    except ValueError as e:  # an encoder that does not read this space
+        raise cli.ConfigError(f"config.model: {e}") from e
+    if rep.set_max > strings:
+        raise cli.ConfigError(f"config.meta.set_max={rep.set_max} exceeds the {strings} strings meta-training reads")
 
 
 if __name__ == "__main__":

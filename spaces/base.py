@@ -112,6 +112,12 @@ class Space:
         return jnp.where(self.is_valid(tokens), self.mixed_radix(self.canonical(tokens)), -1)
 
     @property
+    def num_configurations(self) -> int | None:
+        """Distinct configurations (distinct ``string_id`` of the valid strings), None where not known: a query
+        budget above it cannot be spent without querying a configuration twice (``nas.engine.budget``)."""
+        return self.size if self.ids_are_grid_rows else None
+
+    @property
     def ids_are_grid_rows(self) -> bool:
         """Every string is valid and its ``string_id`` is its grid row (``mixed_radix``), one id per string.
 
@@ -274,6 +280,13 @@ class CategoricalSpace(Space):
         cls = type(self)
         plain = all(getattr(cls, m) is getattr(Space, m) for m in ("is_valid", "active", "mixed_radix", "string_id"))
         return plain and cls.canonical is CategoricalSpace.canonical and self._canonical_ids is None
+
+    @property
+    def num_configurations(self) -> int | None:
+        plain = all(getattr(type(self), m) is getattr(Space, m) for m in ("is_valid", "mixed_radix", "string_id"))
+        if self._canonical_ids is not None and plain and type(self).canonical is CategoricalSpace.canonical:
+            return int(np.unique(self._canonical_ids).size)  # one configuration per canonical string
+        return super().num_configurations
 
     def canonical(self, tokens: jax.Array) -> jax.Array:
         if self._canonical_ids is None:

@@ -4,11 +4,14 @@ Every writer goes through ``atomic_write``: the bytes go to a temporary file in
 the target's folder, are flushed to disk, then ``os.replace`` puts the file in
 place (atomic on POSIX and Windows within one file system). A failed write
 (disk full, permission, interruption) removes its temporary file and leaves the
-old file untouched.
+old file untouched. A full disk or quota (``ENOSPC``, ``EDQUOT``) is a
+``DiskFullError`` whose one-line message names the path and says that a rerun
+resumes once there is space: every file written before it is intact.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import tempfile
@@ -22,20 +25,40 @@ class DataError(ValueError):
     """A data file that is missing, corrupt or not what was expected; the message names the file and the fix."""
 
 
+class DiskFullError(OSError):
+    """No space (or quota) left for a write; the message names the path and says how the run continues."""
+
+
+FULL_DISK = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def disk_full(path: str | os.PathLike, e: OSError) -> DiskFullError:
+    """The one-line error of a write to ``path`` that found the disk or the quota full."""
+    err = DiskFullError(
+        f"{os.fspath(path)}: {os.strerror(e.errno)}; every file written before is intact: free some space "
+        "(or raise the quota) and run the same command again, it resumes"
+    )
+    err.errno = e.errno
+    return err
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
     """Calls ``write(f)`` on a temporary binary file, then renames it to ``path``."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, DiskFullError) and e.errno in FULL_DISK:
+            raise disk_full(path, e) from e
         raise
 
 
@@ -71,7 +94,7 @@ def append_line_atomic(path: str | os.PathLike, line: str) -> None:
     """
     old = ""
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # a garbled log is kept, not a crash
             old = f.read()
         if old and not old.endswith("\n"):
             old = old[: old.rfind("\n") + 1]

@@ -42,6 +42,8 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -86,9 +88,19 @@ def grid(name: str, values: Sequence[float], *, when=None, doc: str = "") -> Hyp
     vals = [v.item() if isinstance(v, np.generic) else v for v in values]
     if len(vals) < 1 or any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in vals):
         raise ValueError(f"hyperparameter {name!r}: a grid needs numbers, got {list(values)}")
+    if not np.all(np.isfinite(np.asarray(vals, np.float64))):
+        raise ValueError(f"hyperparameter {name!r}: grid values must be finite numbers, got {vals}")
     if np.any(np.diff(np.asarray(vals, np.float64)) <= 0):
         raise ValueError(f"hyperparameter {name!r}: grid values must be strictly increasing, got {vals}")
     return Hyperparameter(name, tuple(vals), True, _when(when), doc)
+
+
+def _check_num(name: str, num, optional: bool = False) -> None:
+    """``num`` (grid points) is an integer >= 1 (or None where ``optional``)."""
+    if optional and num is None:
+        return
+    if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 1:
+        raise ValueError(f"hyperparameter {name!r}: num (grid points) must be an integer >= 1, got {num!r}")
 
 
 def integer(
@@ -96,6 +108,7 @@ def integer(
 ) -> Hyperparameter:
     """Integers from ``low`` to ``high``: every integer (``num=None``, linear) or ``num`` grid points, rounded
     (``log=True``: geometric, e.g. 8, 16, ..., 256)."""
+    _check_num(name, num, optional=True)
     if not (isinstance(low, int) and isinstance(high, int)) or low > high or (log and low < 1):
         raise ValueError(
             f"hyperparameter {name!r}: need integers low <= high (low >= 1 on a log grid), got {low}, {high}"
@@ -116,8 +129,12 @@ def floating(
     name: str, low: float, high: float, num: int, *, log: bool = False, zero: bool = False, when=None, doc: str = ""
 ) -> Hyperparameter:
     """``num`` floats from ``low`` to ``high`` (``log=True``: geometric); ``zero=True`` prepends 0.0."""
-    if num < 1 or low > high or (log and low <= 0):
-        raise ValueError(f"hyperparameter {name!r}: need num >= 1, low <= high (low > 0 on a log grid)")
+    _check_num(name, num)
+    bounds = [b.item() if isinstance(b, np.generic) else b for b in (low, high)]
+    if any(isinstance(b, bool) or not isinstance(b, (int, float)) or not np.isfinite(b) for b in bounds):
+        raise ValueError(f"hyperparameter {name!r}: low and high must be finite numbers, got {low!r}, {high!r}")
+    if low > high or (log and low <= 0):
+        raise ValueError(f"hyperparameter {name!r}: need low <= high (low > 0 on a log grid), got {low}, {high}")
     pts = np.geomspace(low, high, num) if log else np.linspace(low, high, num)
     vals = [float(f"{p:.6g}") for p in pts]  # readable specs: 0.001, not 0.0010000000000000002
     return grid(name, ([0.0] if zero else []) + vals, when=when, doc=doc)
@@ -131,6 +148,11 @@ class HPOSpace(Space):
     def __init__(self, name: str, hyperparameters: Sequence[Hyperparameter]):
         self.name = name
         self.hyperparameters = tuple(hyperparameters)
+        if not self.hyperparameters or not all(isinstance(h, Hyperparameter) for h in self.hyperparameters):
+            raise ValueError(
+                f"{name}: an HPOSpace needs one or more hyperparameters (categorical, integer, floating, grid), "
+                f"got {list(hyperparameters)!r:.100}"
+            )
         names = [h.name for h in self.hyperparameters]
         if len(set(names)) != len(names):
             raise ValueError(f"{name}: hyperparameter names repeat: {names}")
@@ -153,6 +175,23 @@ class HPOSpace(Space):
                     mask[self.value_index(parent, v)] = True
                 conds.append((p, mask))
             self._conditions.append(conds)
+
+    @property
+    def num_configurations(self) -> int | None:
+        """Assignments of the active hyperparameters (strings that differ in inactive tokens are one):
+        summed over the values of the hyperparameters that condition others, canonical ones only."""
+        parents = sorted({p for conds in self._conditions for p, _ in conds})
+        if math.prod(self.cardinalities[p] for p in parents) > 1 << 20:
+            return None  # too many parent assignments to list
+        total = 0
+        for values in itertools.product(*[range(self.cardinalities[p]) for p in parents]):
+            tokens = np.zeros(self.num_tokens, np.int32)
+            tokens[parents] = values
+            act = self.active_host(tokens)
+            if any(v and not act[p] for p, v in zip(parents, values)):
+                continue  # an inactive parent takes its canonical value 0 only
+            total += math.prod(c for i, c in enumerate(self.cardinalities) if act[i] and i not in parents)
+        return total
 
     def index(self, name: str) -> int:
         """Token position of hyperparameter ``name``."""

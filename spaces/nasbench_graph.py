@@ -78,6 +78,10 @@ class NBGraphSpace(Space):
         self.canon = np.asarray(canon, np.int32)
         self.num_rows = int(self.canon.shape[0])
 
+    @property
+    def num_configurations(self) -> int:
+        return self.num_rows  # one string id per table row
+
     def string_id(self, tokens: jax.Array) -> jax.Array:
         ok = self.in_range(tokens)
         idx = self.mixed_radix(jnp.clip(tokens, 0, jnp.asarray(self.cardinalities) - 1))

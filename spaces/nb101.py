@@ -130,6 +130,11 @@ class NB101Space(Space):
         # BANANAS' code truncates the path encoding to its first 40 entries (paths of length <= 3)
         self.trunc_path_cutoff = int(trunc_path_cutoff)
 
+    @property
+    def num_configurations(self) -> int:
+        """The 423,624 distinct cells of the space (Ying et al., 2019): canonical codes of the valid strings."""
+        return 423_624
+
     # -- validity and ids ---------------------------------------------------
     def is_valid(self, tokens: jax.Array) -> jax.Array:
         keep, bits = prune(tokens)

@@ -91,6 +91,14 @@ class DeepKernelConfig:
         if self.dag not in DAG_FAMILIES:
             raise ValueError(f"dag must be one of {list(DAG_FAMILIES)}, got {self.dag!r}")
         object.__setattr__(self, "xi_hidden", tuple(int(h) for h in self.xi_hidden))
+        sizes = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.type in ("int", int)}
+        bad = {k: v for k, v in sizes.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1}
+        if any(h < 1 for h in self.xi_hidden):
+            bad["xi_hidden"] = self.xi_hidden
+        if bad:
+            raise ValueError(f"the deep kernel's sizes must be integers >= 1, got {bad}")
+        if not (0.0 < self.min_noise < float("inf") and 0.0 <= self.jitter < float("inf")):
+            raise ValueError(f"need min_noise > 0 and jitter >= 0 (finite), got {self.min_noise}, {self.jitter}")
 
 
 def dag_family(space) -> str | None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import zipfile
 
 import jax.numpy as jnp
 import numpy as np
 from flax import traverse_util
 
+from spaces.data_files import data_errors, read_npz
 from spaces.files import DataError, savez_atomic
 from surrogates.deep_kernel import DeepKernelConfig
 
@@ -43,19 +43,44 @@ def jax_to_numpy(tree):
     return np.asarray(tree)
 
 
-def load_params(path: str) -> tuple[dict, DeepKernelConfig, dict, np.ndarray, int]:
-    """(w, model config, meta, init_tokens, step); ``DataError`` naming the file and the fix when unreadable."""
-    fix = "write it with `python -m scripts.meta_train --config configs/nb201_tnas.py:<target> --workdir W`"
+FIX = "write it with `python -m scripts.meta_train --config configs/nb201_tnas.py:<target> --workdir W`"
+
+
+def load_params(path: str, finished: bool = False) -> tuple[dict, DeepKernelConfig, dict, np.ndarray, int]:
+    """(w, model config, meta, init_tokens, step); ``DataError`` naming the file and the fix when unreadable,
+    when a parameter is not finite, or (``finished``: for use by a searcher) when meta-training has not
+    reached its ``outer_steps`` (an interrupted or diverged run)."""
     if not os.path.isfile(path):
-        raise DataError(f"TNAS parameters file not found: {path}; {fix}")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            flat = {k[2:]: jnp.asarray(f[k]) for k in f.files if k.startswith("w/")}
-            model = DeepKernelConfig(**json.loads(str(f["model"])))
-            meta = json.loads(str(f["meta"]))
-            init_tokens, step = np.asarray(f["init_tokens"], np.int32), int(f["opt_step"])
-    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as e:
-        raise DataError(f"{path}: not a TNAS parameters file ({e}); {fix}") from e
+        raise DataError(f"TNAS parameters file not found: {path}; {FIX}")
+    arrays = read_npz(path, FIX, ("model", "meta", "init_tokens", "opt_step"))
+    with data_errors(path, FIX):
+        flat = {k[2:]: v for k, v in arrays.items() if k.startswith("w/")}
+        model = DeepKernelConfig(**json.loads(str(arrays["model"])))
+        meta = dict(json.loads(str(arrays["meta"])))
+        init_tokens, step = np.asarray(arrays["init_tokens"], np.int32), int(arrays["opt_step"])
+        outer_steps = int(meta.get("outer_steps", step))
     if not flat:
-        raise DataError(f"{path}: holds no parameters; {fix}")
-    return traverse_util.unflatten_dict(flat, sep="/"), model, meta, init_tokens, step
+        raise DataError(f"{path}: holds no parameters; {FIX}")
+    bad = [k for k, v in flat.items() if v.dtype.kind != "f" or not np.all(np.isfinite(v))]
+    if bad:
+        raise DataError(f"{path}: parameter {bad[0]!r} is not finite (a diverged meta-training); {FIX}")
+    if finished and step < outer_steps:
+        raise DataError(
+            f"{path}: meta-training stopped at outer step {step} of {outer_steps} (interrupted or diverged); "
+            "finish it by rerunning scripts.meta_train with the same --workdir"
+        )
+    w = traverse_util.unflatten_dict({k: jnp.asarray(v) for k, v in flat.items()}, sep="/")
+    return w, model, meta, init_tokens, step
+
+
+def check_shapes(path: str, w: dict, expected: dict) -> None:
+    """``DataError`` unless ``w`` has exactly the leaves of ``expected`` (shapes of the model the file names)."""
+    have = {k: tuple(v.shape) for k, v in traverse_util.flatten_dict(w, sep="/").items()}
+    want = {k: tuple(v.shape) for k, v in traverse_util.flatten_dict(expected, sep="/").items()}
+    diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+    if diff:
+        k = diff[0]
+        raise DataError(
+            f"{path}: parameter {k!r} has shape {have.get(k, 'absent')}, its model needs {want.get(k, 'none')} "
+            f"({len(diff)} parameter(s) differ; a file of another model or space); {FIX}"
+        )

@@ -31,6 +31,24 @@ _meta_steps = jax.jit(meta_steps, static_argnums=(4, 5, 6))  # one compile per s
 init_params_jit = jax.jit(init_params, static_argnums=1)
 
 
+class MetaTrainingError(ValueError):
+    """Meta-training that must not go on (other settings in the output's place, a diverged meta-loss); the
+    message says what to change."""
+
+
+# Eq. 3's loss per evaluation of standardized scores is a few units: 0.5-2.4 over meta-training on the suites of
+# docs/tnas.md, at most 20 at the start on tiny tasks. Far above, the kernel has diverged (too large a step size).
+EXPLODED_LOSS = 100.0
+
+
+def diverged(losses, w) -> bool:
+    """A chunk of outer steps whose loss is not finite or above ``EXPLODED_LOSS``, or whose parameters are not
+    finite: its model must be neither written nor used."""
+    losses = np.asarray(losses)
+    finite_w = all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(w))
+    return not finite_w or not np.all(np.isfinite(losses)) or bool(np.any(losses > EXPLODED_LOSS))
+
+
 def source_tasks(suite: Sequence[str], target: str) -> list[str]:
     """The suite without the target; ``ValueError`` when the target is not one of the suite's tasks."""
     if target not in suite:
@@ -72,7 +90,10 @@ def meta_strings(space, limit: int = ALL_STRINGS_LIMIT, num_sampled: int = 20_00
     _, first = np.unique(ids, return_index=True)
     first = np.sort(first[ids[first] >= 0])[:num_sampled]  # in draw order: a prefix is a smaller sample
     if len(first) < num_sampled:
-        raise ValueError(f"drew {len(first)} distinct strings of {space.name!r}, not {num_sampled}: lower num_sampled")
+        raise MetaTrainingError(
+            f"drew {len(first)} distinct strings of {space.name!r}, not {num_sampled}: lower num_sampled "
+            "(config.meta.num_strings)"
+        )
     return tokens[first]
 
 
@@ -134,8 +155,6 @@ def meta_train(
     sources = source_tasks(suite, target)
     if target in tables or sorted(tables) != sorted(sources):
         raise ValueError(f"meta-training tables must be exactly the sources {sources} (never the target {target!r})")
-    data, tokens = build_meta_data(space, [tables[s] for s in sources], dk_cfg, num_strings, failed_scores)
-    design = top_design(tokens, np.asarray(data.scores), init_design)
     meta = {
         "space": space.name,
         "target": target,
@@ -147,21 +166,35 @@ def meta_train(
     if space.size > ALL_STRINGS_LIMIT or failed_scores != "error":  # recorded where they change the meta-data
         meta.update(num_strings=num_strings, failed_scores=failed_scores)
     key = jax.random.PRNGKey(seed)
-    start = 0
-    if os.path.exists(out_path):
+    start, resumed = 0, os.path.exists(out_path)
+    if resumed:
         w, old_model, old_meta, _, start = load_params(out_path)
         fixed = [k for k in meta if k != "outer_steps"]  # more outer steps may be asked for; nothing else may change
-        if old_model != dk_cfg or any(old_meta.get(k) != meta[k] for k in fixed):
-            raise ValueError(f"{out_path} was meta-trained with other settings; use a new --workdir or delete it")
-        if progress:
-            print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
-    else:
+        changed = [k for k in fixed if old_meta.get(k) != meta[k]] + (["model"] if old_model != dk_cfg else [])
+        if changed:
+            raise MetaTrainingError(
+                f"{out_path} was meta-trained with other settings ({', '.join(changed)} differ); "
+                "use a new --workdir or delete this one"
+            )
+    data, tokens = build_meta_data(space, [tables[s] for s in sources], dk_cfg, num_strings, failed_scores)
+    design = top_design(tokens, np.asarray(data.scores), init_design)
+    if resumed and progress:
+        print(f"resuming meta-training at outer step {start}/{outer_steps}", file=sys.stderr)
+    if not resumed:
         example = data.data_x[0, : dk_cfg.data_rows] if uses_data(dk_cfg) else data.features[:2]
         w = init_params_jit(jax.random.fold_in(key, 1), dk_cfg, data.arch_x[:2], example)
     began = time.time()
     while start < outer_steps:
         num = min(chunk_steps, outer_steps - start)
         w, losses, tasks = _meta_steps(jax.random.fold_in(key, 2), w, data, jnp.int32(start), num, rep_cfg, dk_cfg)
+        if diverged(losses, w):  # nothing of this chunk is written: a searcher never reads a diverged model
+            kept = f"{out_path} keeps outer step {start}, unfinished" if os.path.exists(out_path) else "nothing written"
+            worst = float(np.max(np.where(np.isnan(losses), np.inf, losses)))
+            raise MetaTrainingError(
+                f"meta-training diverged by outer step {start + num}: eq. 3 loss per evaluation up to "
+                f"{worst:.3g} (above {EXPLODED_LOSS:g} or not finite; {kept}); lower config.meta.inner_lr "
+                f"({rep_cfg.inner_lr}) or config.meta.outer_lr ({rep_cfg.outer_lr}) and use a new --workdir"
+            )
         start += num
         save_params(out_path, w, dk_cfg, meta, design, start)
         info = {

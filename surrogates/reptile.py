@@ -58,6 +58,15 @@ class ReptileConfig:
     set_max: int = 64
 
     def __post_init__(self):
+        for name in ("inner_steps", "batch_size", "set_min", "set_max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        # a negative or zero step size ascends or stands still; eta_REP above 1 overshoots the adapted weights
+        if not (isinstance(self.inner_lr, (int, float)) and 0.0 < self.inner_lr < float("inf")):
+            raise ValueError(f"inner_lr must be a finite number > 0, got {self.inner_lr!r}")
+        if not (isinstance(self.outer_lr, (int, float)) and 0.0 < self.outer_lr <= 1.0):
+            raise ValueError(f"outer_lr (eta_REP) must be in (0, 1], got {self.outer_lr!r}")
         if self.inner_optimizer not in INNER_OPTIMIZERS:
             raise ValueError(f"inner_optimizer must be one of {list(INNER_OPTIMIZERS)}, got {self.inner_optimizer!r}")
         if not 1 <= self.set_min <= self.set_max:

@@ -64,7 +64,9 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
                 break
             res = query(k_query, job.tokens[None], job.fidelity[None])
             charge = f32(charged_resource(searcher.budgets, job.fidelity, job.parent, bench.continues))
-            cost = f32(res["cost"][0]) * charge / f32(searcher.budgets[int(job.fidelity)])
+            cost = f32(res["cost"][0])
+            if bench.continues:  # a continued training takes its part of the time
+                cost = cost * charge / f32(searcher.budgets[int(job.fidelity)])
             running[w] = (job, f32(clock + cost), f32(res["valid"][0]), len(rows))
             spent = f32(spent + charge)
         busy = [i for i, r in enumerate(running) if r is not None]

@@ -91,7 +91,7 @@ def test_genetic_gated_is_one_program_with_the_structural_gates():
         plan = plan_of(g)
         signatures.add(plan.signature)
         codes = table1.genetic_codes(g)
-        g_struct = structural.replay(arch)  # one assignment for both spaces (same traversal of the bits)
+        g_struct = structural.replay(arch.values)  # its values in the other space (same traversal of the bits)
         assert table1.genetic_codes(g_struct) == codes
         assert num_params(plan_of(g_struct), data) == table1.genetic_active_params(codes) + 16 * 10 + 10
         traced = plan.traced_vector

@@ -54,6 +54,8 @@ except ImportError as e:  # optional dependency
     raise ImportError('nas.adapters.ray_tune needs Ray Tune: pip install "ray[tune]"') from e
 
 from nas.adapters.bridge import BudgetSpent, StudyBridge
+from spaces.data_files import read_pickle
+from spaces.files import DataError, write_bytes_atomic
 
 _HOW = "use tune.choice([values])"
 
@@ -168,12 +170,14 @@ class SearcherSearch(Searcher):
         self._bridge.record(trial_id, value)
 
     def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as f:
-            pickle.dump(self.__dict__, f)
+        write_bytes_atomic(checkpoint_path, pickle.dumps(self.__dict__))
 
     def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as f:
-            self.__dict__.update(pickle.load(f))
+        fix = "restore the experiment from another Tune checkpoint"
+        state = read_pickle(checkpoint_path, fix)
+        if not isinstance(state, dict):
+            raise DataError(f"{checkpoint_path}: not a SearcherSearch checkpoint (a {type(state).__name__}); {fix}")
+        self.__dict__.update(state)
 
     @property
     def study(self):

@@ -4,9 +4,9 @@
 config-file mistakes (a misspelt ``--config.x``, a missing config file, a
 ``get_config(arg)`` that rejects its argument, a value of the wrong type) into
 one line ``config error: ...``, and turns the library's own errors raised by
-``main`` (``ConfigError``, ``DataError``, ``CheckpointError``) into
-``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...``. Any other
-exception is a bug and keeps its traceback.
+``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``) into
+``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...`` / ``disk full: ...``,
+all with exit code 2. Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from absl import app, flags
 from nas.engine.checkpoint import CheckpointError
 from nas.experiment.config import ConfigError
 
-__all__ = ["ConfigError", "DataError", "CheckpointError", "run", "parse_flags", "guarded"]
-from spaces.files import DataError
+__all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded"]
+from spaces.files import FULL_DISK, DataError, DiskFullError, disk_full
 
 # where the train commands keep JAX's persistent compilation cache unless told otherwise
 DEFAULT_COMPILATION_CACHE = os.environ.get(
@@ -82,7 +82,12 @@ def parse_flags(argv: list[str]) -> list[str]:
         sys.exit(2)
 
 
-ERRORS = ((ConfigError, "config error"), (DataError, "data error"), (CheckpointError, "checkpoint error"))
+ERRORS = (
+    (ConfigError, "config error"),
+    (DataError, "data error"),
+    (CheckpointError, "checkpoint error"),
+    (DiskFullError, "disk full"),
+)
 
 
 def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], int | None]:
@@ -90,7 +95,12 @@ def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], in
 
     def wrapped(argv):
         try:
-            return main(argv)
+            try:
+                return main(argv)
+            except OSError as e:  # a full disk outside the atomic writers (a folder, the lock) is one line too
+                if isinstance(e, DiskFullError) or e.errno not in FULL_DISK:
+                    raise
+                raise disk_full(e.filename or "?", e) from e
         except tuple(cls for cls, _ in ERRORS) as e:
             kind = next(k for cls, k in ERRORS if isinstance(e, cls))
             sys.stderr.write(f"\n{kind}: {' '.join(str(e).split())}\n")

@@ -37,7 +37,9 @@ import jax
 import ml_collections
 
 from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
+from nas.engine.budget import Budget, BudgetError, check_budget
 from nas.experiment import peers
+from spaces.files import DataError
 from spaces.names import unknown
 
 REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searchers")
@@ -137,7 +139,10 @@ def _check_int(cfg: dict, field: str, low: int, what: str) -> None:
 
 
 def validate_config(config) -> None:
-    """Fails with a clear message on anything that would fail later (before any compile)."""
+    """Fails with a clear message on anything that would fail later (before any compile).
+
+    Only the selected searchers (``config.only``) are checked: another searcher's option never stops a run.
+    """
     from spaces.benchmarks.registry import available_benchmarks, benchmark_options
 
     cfg = to_dict(config)
@@ -165,18 +170,44 @@ def validate_config(config) -> None:
             raise ConfigError(f"config.{field}: file not found: {value}")
     _check_int(cfg, "num_trials", 1, ">= 1")
     _check_int(cfg, "max_queries", 1, ">= 1")
-    _check_int(cfg, "seed", -(2**31), "(a seed)")
+    _check_int(cfg, "seed", 0, ">= 0 (a seed)")
     _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
     _check_int(cfg, "chunk_steps", 0, ">= 0 (0 = about 10 chunks per run)")
-    if not cfg["searchers"]:
+    check_selected(config)
+
+
+def check_selected(config, seed_span: int = 1) -> None:
+    """Every label, and the selected searchers' options and budgets (``nas.engine.budget``), or a ConfigError."""
+    if not to_dict(config)["searchers"]:
         raise ConfigError("config.searchers is empty: name at least one searcher")
     for label in searcher_entries(config):
         if not LABEL.match(label):
             raise ConfigError(
                 f"config.searchers: label {label!r} must be letters, digits, '_', '.' or '-' (it names files)"
             )
-        searcher_options_of(config, label)
-    selected_labels(config)
+    for label in selected_labels(config):
+        check_run_budget(config, label, seed_span=seed_span)
+
+
+def check_run_budget(config, label: str, space=None, searcher=None, seed_span: int = 1) -> None:
+    """``nas.engine.budget.check_budget`` of searcher ``label``'s run, its errors as ConfigErrors naming
+    the config's fields (``seed_span``: consecutive seeds per searcher, 1 = keys split from one seed)."""
+    cfg = to_dict(config)
+    budget = Budget(
+        max_queries=cfg["max_queries"],
+        batch_size=searcher_options_of(config, label).batch_size,
+        num_trials=cfg["num_trials"],
+        seed=cfg["seed"],
+        seed_span=seed_span,
+        names={
+            **{f: f"config.{f}" for f in ("num_trials", "max_queries", "seed")},
+            "batch_size": f"config.searchers.{label}.batch_size",
+        },
+    )
+    try:
+        check_budget(budget, space, searcher)
+    except BudgetError as e:
+        raise ConfigError(str(e)) from e
 
 
 def is_multi_fidelity_name(name: str) -> bool:
@@ -229,19 +260,10 @@ def build_searcher(config, label: str, space, fidelities: tuple[float, ...] | No
         if name in peers.PEERS:
             return peers.Peer(name, space, options)
         return searcher_class(name)(space, options)
+    except DataError:
+        raise  # a data file an option names (TNAS's params_file): "data error: <file>: ..."
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
-
-
-def check_budget(config, space) -> None:
-    """A budget the space can pay without querying a configuration twice."""
-    n = getattr(space, "num_configurations", None)
-    q = int(to_dict(config)["max_queries"])
-    if n is not None and q > n:
-        raise ConfigError(
-            f"config.max_queries={q} exceeds the {n} distinct configurations of {space.name} "
-            "(no configuration is queried twice); lower max_queries"
-        )
 
 
 def trial_keys(config) -> jax.Array:

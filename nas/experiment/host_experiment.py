@@ -28,10 +28,22 @@ import time
 
 import numpy as np
 
-from nas.experiment.config import ConfigError, _check_int, get, searcher_options_of, selected_labels, to_dict
+from nas.experiment.config import (
+    ConfigError,
+    _check_int,
+    check_run_budget,
+    check_selected,
+    get,
+    searcher_options_of,
+    selected_labels,
+    to_dict,
+)
 from nas.host.host_search import incumbent_curves, run_host_search
+from spaces.data_files import read_json, read_npz
+from spaces.files import savez_atomic, write_text_atomic
 
 REQUIRED = ("task", "num_trials", "max_queries", "seed", "searchers")
+RUN_FIELDS = ("tokens", "valid", "test", "cost", "wall_s")  # what every saved run holds
 
 
 def validate_host_config(config) -> None:
@@ -59,11 +71,7 @@ def validate_host_config(config) -> None:
     _check_int(cfg, "max_queries", 1, ">= 1")
     _check_int(cfg, "seed", 0, ">= 0 (a seed)")
     _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
-    if not cfg["searchers"]:
-        raise ConfigError("config.searchers is empty: name at least one searcher")
-    for label in cfg["searchers"]:
-        searcher_options_of(config, label)
-    selected_labels(config)
+    check_selected(config, seed_span=int(cfg["num_trials"]))  # trial i runs with seed + i
 
 
 def run_host_experiment(config, workdir: str, log=print) -> dict:
@@ -75,6 +83,8 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
     validate_host_config(config)
     cfg = to_dict(config)
     task = make_task(cfg["task"], **dict(get(cfg, "train", {})))
+    for label in selected_labels(config):  # the budget against the task's space, before any training
+        check_run_budget(config, label, task.space, seed_span=int(cfg["num_trials"]))
     os.makedirs(os.path.join(workdir, "runs"), exist_ok=True)
     check_workdir(cfg, workdir)
     q, every = int(cfg["max_queries"]), int(get(cfg, "report_every", 8))
@@ -96,22 +106,18 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
         for trial in range(int(cfg["num_trials"])):
             path = os.path.join(workdir, "runs", f"{label}_{trial}.npz")
             if os.path.exists(path):
-                runs.append(dict(np.load(path)))
+                runs.append(read_npz(path, f"delete it to run trial {trial} of {label} again", RUN_FIELDS))
                 continue
             seed = int(cfg["seed"]) + trial
             t0 = time.perf_counter()
             run = run_host_search(task.evaluate, task.space, name, seed, q, **options)
-            tmp = path + ".tmp.npz"
-            np.savez(tmp, **run)
-            os.replace(tmp, path)
+            savez_atomic(path, run)
             runs.append(run)
             best = np.max(np.where(np.isfinite(run["valid"]), run["valid"], -np.inf))
             log(f"{label} trial {trial}: best valid {best:.4f} in {time.perf_counter() - t0:.1f}s")
         summary["searchers"][label] = summarize(runs, budgets, task)
     summary["trainer"] = {k: round(float(v), 3) for k, v in task.trainer.stats.items()}
-    with open(os.path.join(workdir, "summary.json.tmp"), "w") as f:
-        json.dump(summary, f, indent=1)
-    os.replace(os.path.join(workdir, "summary.json.tmp"), os.path.join(workdir, "summary.json"))
+    write_text_atomic(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1))
     return summary
 
 
@@ -125,17 +131,14 @@ def check_workdir(cfg: dict, workdir: str) -> None:
     mine = {k: cfg.get(k) for k in ("task", "train", "max_queries", "seed", "searchers")}
     mine = json.loads(json.dumps(mine, sort_keys=True, default=str))
     if os.path.exists(path):
-        with open(path) as f:
-            theirs = json.load(f)
+        theirs = read_json(path, "delete the workdir to start over, or restore the file")
         if theirs != mine:
             diff = sorted(k for k in mine if mine[k] != theirs.get(k))
             raise ConfigError(
                 f"workdir {workdir} holds runs of another config (fields {diff} differ); use a new --workdir"
             )
         return
-    with open(path + ".tmp", "w") as f:
-        json.dump(mine, f, indent=1, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    write_text_atomic(path, json.dumps(mine, indent=1, sort_keys=True))
 
 
 def summarize(runs: list[dict], budgets: list[int], task) -> dict:

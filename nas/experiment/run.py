@@ -33,7 +33,7 @@ from nas.experiment.config import (
     ConfigError,
     build_benchmark,
     build_searcher,
-    check_budget,
+    check_run_budget,
     get,
     searcher_entries,
     selected_labels,
@@ -61,8 +61,11 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     wd.check_config(config)
     bench = build_benchmark(config)
     budgets = fidelity_budgets(bench)
-    searchers = {label: build_searcher(config, label, bench.space, budgets) for label in selected_labels(config)}
-    check_budget(config, bench.space)
+    searchers = {}
+    for label in selected_labels(config):
+        check_run_budget(config, label, bench.space)  # before the searcher sizes anything by the budget
+        searchers[label] = build_searcher(config, label, bench.space, budgets)
+        check_run_budget(config, label, bench.space, searchers[label])  # the memory of its run state
     keys = trial_keys(config)
     entries = searcher_entries(config)
     lead = is_lead()

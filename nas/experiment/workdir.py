@@ -150,7 +150,7 @@ class Workdir:
         path = self.file("metrics.jsonl")
         kept = []
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", errors="replace") as f:  # a garbled line is dropped below
                 for raw in f.read().splitlines(keepends=True):
                     if not raw.endswith("\n"):
                         continue  # a partial line from an interrupted non-atomic writer

@@ -51,7 +51,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.searcher import make_searcher
+from nas.core.searcher import make_options, make_searcher
+from nas.engine.budget import Budget, check_budget
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 
@@ -127,11 +128,10 @@ class Study:
         if direction not in ("minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
         self.space = make_space(space)
-        if isinstance(self.space, CategoricalSpace) and max_queries > self.space.size:
-            raise ValueError(
-                f"max_queries={max_queries} exceeds the {self.space.size} distinct configurations of this space "
-                "(queries are never repeated); lower max_queries"
-            )
+        options = make_options(searcher, max_queries=max_queries, **searcher_kwargs)  # names and values checked
+        # the budget against the space's configurations before the searcher is built (nas.engine.budget)
+        self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=seed)
+        check_budget(self._budget, self.space)
         self.direction = direction
         self.seed = int(seed)
         self.max_queries = int(max_queries)
@@ -142,6 +142,7 @@ class Study:
 
     def _build(self) -> None:
         self.searcher = make_searcher(self._name, self.space, max_queries=self.max_queries, **self._kwargs)
+        check_budget(self._budget, self.space, self.searcher)  # and the memory of its state
         self._key = jax.random.PRNGKey(self.seed)
         self._ask_fn = jax.jit(self.searcher.ask)
         self._tell_fn = jax.jit(self.searcher.tell)

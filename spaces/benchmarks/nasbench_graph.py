@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 
 import numpy as np
 
-from spaces.benchmarks.cache import cached_arrays, package_version
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.data_files import data_errors
 from spaces.files import DataError
 from spaces.nasbench_graph import DATASETS, LINKS, OPS, OPS_PROTEINS, NBGraphSpace, canonical_hash
+
+FIX = reinstall("nas-bench-graph")
 
 
 def _package():
@@ -26,18 +30,16 @@ def _package():
     return nas_bench_graph
 
 
-def package_table(dataset: str) -> dict:
-    """The raw ``light/<dataset>.bench`` dict ``{hash: {"valid_perf", "perf", "latency", "para"}}``."""
+def package_path(dataset: str) -> str:
+    """The package's ``light/<dataset>.bench`` pickle."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown NAS-Bench-Graph dataset {dataset!r}; choose from {list(DATASETS)}")
-    pkg = _package()
-    try:
-        return pkg.light_read(dataset)
-    except Exception as e:  # a missing or truncated pickle inside the package
-        raise DataError(
-            f"nas-bench-graph's table for {dataset!r} cannot be read ({type(e).__name__}: {e}); "
-            "reinstall the package: pip install --force-reinstall nas-bench-graph"
-        ) from e
+    return os.path.join(os.path.dirname(os.path.abspath(_package().__file__)), "light", f"{dataset}.bench")
+
+
+def package_table(dataset: str) -> dict:
+    """The raw ``light/<dataset>.bench`` dict ``{hash: {"valid_perf", "perf", "latency", "para"}}``."""
+    return load_package_pickle(package_path(dataset), "nas-bench-graph")
 
 
 def _lookup_arrays(op_names: tuple[str, ...], table_hashes: np.ndarray) -> dict[str, np.ndarray]:
@@ -53,19 +55,22 @@ def _lookup_arrays(op_names: tuple[str, ...], table_hashes: np.ndarray) -> dict[
     pos[ops_in_space] = np.arange(len(op_names))
     canon = np.concatenate([digits[:, :1], pos[digits[:, 1:]]], 1).astype(np.int32)
     if np.any(canon < 0) or np.any(digits[:, 0] >= len(LINKS)):
-        raise ValueError("NAS-Bench-Graph: a table hash uses an op outside the space's op list")
+        raise DataError(f"NAS-Bench-Graph: a table hash uses an op outside the space's op list; {FIX}")
     radix = np.asarray([len(op_names) ** p for p in (4, 3, 2, 1, 0)])
     unreachable = np.flatnonzero(lut[canon @ radix] != np.arange(len(table_hashes)))
     if unreachable.size:
-        raise ValueError(f"NAS-Bench-Graph: {unreachable.size} table rows are not reached by their canonical string")
+        raise DataError(
+            f"NAS-Bench-Graph: {unreachable.size} table rows are not reached by their canonical string; {FIX}"
+        )
     return {"lut": lut, "canon": canon}
 
 
 def _table_arrays(dataset: str) -> dict[str, np.ndarray]:
-    table = package_table(dataset)
-    hashes = np.asarray(sorted(table), np.int64)
-    col = {k: np.asarray([float(table[int(h)][k]) for h in hashes], np.float64) for k in ("valid_perf", "perf")}
-    extra = {k: np.asarray([float(table[int(h)][k]) for h in hashes], np.float32) for k in ("latency", "para")}
+    table, path = package_table(dataset), package_path(dataset)
+    with data_errors(path, FIX):  # entries not as the package ships them
+        hashes = np.asarray(sorted(table), np.int64)
+        col = {k: np.asarray([float(table[int(h)][k]) for h in hashes], np.float64) for k in ("valid_perf", "perf")}
+        extra = {k: np.asarray([float(table[int(h)][k]) for h in hashes], np.float32) for k in ("latency", "para")}
     return {"hashes": hashes, "valid": col["valid_perf"], "test": col["perf"], **extra}
 
 
@@ -96,7 +101,7 @@ def load(dataset: str = "cora", protocol: str = "mean") -> TabularBenchmark:
     sp = space(dataset)
     ref = "proteins" if dataset == "proteins" else "cora"
     if not np.array_equal(arrays["hashes"], load_arrays(ref)["hashes"]):
-        raise ValueError(f"nasbench_graph/{dataset}: its architectures differ from {ref}'s; the shared space is wrong")
+        raise DataError(f"{package_path(dataset)}: its architectures differ from {ref}'s (one space for both); {FIX}")
     return TabularBenchmark.build(
         name=f"nasbench_graph/{dataset}",
         space=sp,

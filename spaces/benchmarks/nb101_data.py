@@ -31,6 +31,7 @@ from spaces import nb101
 from spaces.benchmarks.cache import read_cache, source_tag, write_cache
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.data_files import data_errors, numbers, read_json
 from spaces.files import DataError
 from spaces.nb101_hash import spec_hash
 
@@ -230,49 +231,69 @@ def _current(arrays: dict[str, np.ndarray], tag: str) -> bool:
 def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> TabularBenchmark:
     """NAS-Bench-101 at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time."""
     a = load_arrays(data_path)
-    avail = a["epochs"].tolist()
-    if epochs not in avail:
-        raise DataError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
-    k = avail.index(epochs)
-    valid = a["valid"][:, k, :]
-    has = ~np.all(np.isnan(valid), axis=1)  # cells trained at this budget
-    with np.errstate(all="ignore"):
-        test = np.nanmean(a["test"][has, k, :], axis=1) * 100.0
-        cost = np.nanmean(a["train_time"][has, k, :], axis=1)
+    with data_errors(data_path, f"pass the official .tfrecord instead (it is converted again). {DOWNLOAD}"):
+        avail = a["epochs"].tolist()
+        if epochs not in avail:
+            raise DataError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
+        k = avail.index(epochs)
+        valid = a["valid"][:, k, :]
+        has = ~np.all(np.isnan(valid), axis=1)  # cells trained at this budget
+        with np.errstate(all="ignore"):
+            test = np.nanmean(a["test"][has, k, :], axis=1) * 100.0
+            cost = np.nanmean(a["train_time"][has, k, :], axis=1)
+        row_ids = a["code"][has]
     return TabularBenchmark.build(
         name="nb101" if epochs == 108 else f"nb101/{epochs}ep",
         space=nb101.SPACE,
         valid=valid[has] * 100.0,
         test=test,
         cost=np.nan_to_num(cost),
-        row_ids=a["code"][has],
+        row_ids=row_ids,
         protocol=protocol,
         report_kind="acc_pct",
     )
 
 
 DATA1K_SOURCE = "github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
+DATA1K_FIELDS = ("adjacency", "operations", "108_final_validation_accuracy", "final_training_time")
 
 
 def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark:
     """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test."""
+    fix = f"use an intact data-1k.json from {DATA1K_SOURCE}"
     if not data_path:
         raise DataError(f"nb101/data1k needs data_path=<data-1k.json>; the file comes from {DATA1K_SOURCE}")
     path = data_path
     if not os.path.exists(path):
         raise DataError(f"{path} not found: data-1k.json comes from {DATA1K_SOURCE}")
-    with open(path) as f:
-        d = json.load(f)
-    tokens = np.stack([nb101.SPACE.from_spec({"matrix": m, "ops": o}) for m, o in zip(d["adjacency"], d["operations"])])
-    codes = canonical_codes(tokens)
+    d = read_json(path, fix)
+    if not isinstance(d, dict):
+        raise DataError(f"{path}: expected a JSON object of parallel lists, got a {type(d).__name__}; {fix}")
+    missing = [k for k in DATA1K_FIELDS if k not in d]
+    if missing:
+        raise DataError(f"{path}: lacks the field(s) {missing}; {fix}")
+    cells = d["adjacency"]
+    n = len(cells) if isinstance(cells, list) else -1
+    if n < 1:
+        raise DataError(f"{path}: adjacency must be a non-empty list of matrices; {fix}")
+    if not isinstance(d["operations"], list) or len(d["operations"]) != n:
+        raise DataError(f"{path}: operations must be a list of {n} op lists like adjacency (unequal lengths); {fix}")
+    acc_field = "108_final_validation_accuracy"
+    acc = numbers(d[acc_field], acc_field, path, fix, length=n, low=0, high=1)
+    seconds = numbers(d["final_training_time"], "final_training_time", path, fix, length=n, low=0)
+    tokens = []
+    for i, (m, o) in enumerate(zip(cells, d["operations"])):
+        with data_errors(f"{path}: cell {i}", fix):
+            tokens.append(nb101.SPACE.from_spec({"matrix": m, "ops": o}))
+    codes = canonical_codes(np.stack(tokens))
     if np.any(codes < 0) or len(np.unique(codes)) != len(codes):
-        raise DataError(f"{path}: cells are invalid or repeated")
+        raise DataError(f"{path}: cells are invalid or repeated; {fix}")
     order = np.argsort(codes)
     return TabularBenchmark.build(
         name="nb101/data1k",
         space=nb101.SPACE,
-        valid=np.asarray(d["108_final_validation_accuracy"], np.float32)[order, None] * 100.0,
-        cost=np.asarray(d["final_training_time"], np.float32)[order],
+        valid=acc.astype(np.float32)[order, None] * 100.0,
+        cost=seconds.astype(np.float32)[order],
         test=None,
         row_ids=codes[order],
         protocol=protocol,

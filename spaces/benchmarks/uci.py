@@ -69,7 +69,7 @@ def default_folder(name: str) -> str:
 
 
 def _fail(path: str, problem: str) -> DataError:
-    return DataError(f"{path}: {problem}. Get the UCI splits from {SOURCE} and pass their folder as data_path")
+    return DataError(f"{path}: {problem}; get the UCI splits from {SOURCE} and pass their folder as data_path")
 
 
 def _read_numbers(path: str) -> np.ndarray:

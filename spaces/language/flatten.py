@@ -23,6 +23,7 @@ else a 31-bit hash of it (two architectures collide with probability about 2^-31
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 
@@ -67,6 +68,17 @@ class FlatLanguageSpace(Space):
     def size(self) -> int:
         """Number of token strings (exact, as a Python int)."""
         return math.prod(self.cardinalities)
+
+    @functools.cached_property
+    def num_configurations(self) -> int | None:
+        """Distinct architectures of the language space (``spaces.language.counting``), None when the count
+        needs too many replays."""
+        from spaces.language.counting import CountingLimitError
+
+        try:
+            return int(self.language.count())
+        except CountingLimitError:
+            return None
 
     # -- tables for the jittable activity ----------------------------------------------------
     def _build_tables(self) -> None:
@@ -226,21 +238,19 @@ class FlatLanguageSpace(Space):
         return {"space": self.name, "values": list(self.decode(tokens)[1].values)}
 
     def from_spec(self, spec) -> np.ndarray:
-        """Tokens (inactive ones 0) of an ``Architecture``, its JSON dict, or its list of values."""
-        if isinstance(spec, Architecture):
-            values = spec.values
-        elif isinstance(spec, dict):
-            values = Architecture.from_json(__import__("json").dumps(spec)).values
-        else:
-            values = tuple(spec)
+        """Tokens (inactive ones 0) of an ``Architecture`` of this space, its JSON dict, or its list of values."""
+        values = Architecture.of(spec, self.name).values
         g = self.language.build()
         tokens = np.zeros(self.num_tokens, np.int32)
-        it = unassigned_independent(g)
-        for i, h in enumerate(it):
+        used = 0
+        for i, h in enumerate(unassigned_independent(g)):
             if i >= len(values):
                 raise ValueError(f"{self.name}: the architecture has {len(values)} values, the space needs more")
             tokens[self.slot_index[h.key]] = h.index_of(values[i])
             h.assign_value(values[i])
+            used = i + 1
+        if used != len(values):
+            raise ValueError(f"{self.name}: the architecture has {len(values)} values, the space takes {used}")
         return tokens
 
 

@@ -22,6 +22,8 @@ import numpy as np
 from spaces.language.compile import CompiledNetwork, compile_graph
 from spaces.language.core import DEFAULT_MAX_DEPTH, Graph, unassigned_independent
 
+JSON_FORM = '{"space": name, "values": [...]}'
+
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
@@ -37,11 +39,35 @@ class Architecture:
             raise TypeError(f"architecture values must be JSON values (numbers, strings, lists): {e}") from e
 
     @classmethod
-    def from_json(cls, text: str) -> Architecture:
-        data = json.loads(text)
-        if not isinstance(data, dict) or "values" not in data:
-            raise ValueError('an architecture in JSON is {"space": name, "values": [...]}')
+    def from_json(cls, text: str | bytes) -> Architecture:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"not an architecture in JSON ({e}); expected {JSON_FORM}") from e
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Architecture:
+        """From the parsed JSON ``{"space": name, "values": [...]}`` (a clear error on any other shape)."""
+        if not isinstance(data, dict) or not isinstance(data.get("values"), list):
+            raise ValueError(f"an architecture in JSON is {JSON_FORM}, got {data!r:.80}")
+        if not isinstance(data.get("space", ""), str):
+            raise ValueError(f"an architecture's space is a name (a string), got {data['space']!r}")
         return cls(values=tuple(_freeze(v) for v in data["values"]), space=data.get("space", ""))
+
+    @classmethod
+    def of(cls, spec: Any, space: str) -> Architecture:
+        """``spec`` (an ``Architecture``, its JSON dict or a list of values) as an architecture of the space named
+        ``space``; an architecture of another space is refused, not replayed into this one."""
+        if isinstance(spec, dict):
+            spec = cls.from_dict(spec)
+        elif isinstance(spec, (list, tuple)):
+            spec = cls(tuple(spec), space)
+        elif not isinstance(spec, Architecture):
+            raise ValueError(f"an architecture is an Architecture, {JSON_FORM} or a list of values, got {spec!r:.80}")
+        if spec.space and spec.space != space:
+            raise ValueError(f"an architecture of space {spec.space!r} cannot be replayed into space {space!r}")
+        return spec
 
 
 def _freeze(v: Any) -> Any:
@@ -89,9 +115,8 @@ class LanguageSpace:
         return Graph.build(self.fn, self.max_depth)
 
     def replay(self, arch: Architecture | Sequence[Any]) -> Graph:
-        """The terminal space of ``arch`` (an ``Architecture`` or its list of values)."""
-        values = arch.values if isinstance(arch, Architecture) else arch
-        return specify(self.build(), values)
+        """The terminal space of ``arch`` (an ``Architecture`` of this space, its JSON dict or its list of values)."""
+        return specify(self.build(), Architecture.of(arch, self.name).values)
 
     def sample(self, rng: np.random.Generator) -> tuple[Graph, Architecture]:
         """A uniformly specified terminal space (Algorithm 3) and its architecture."""

@@ -1,0 +1,136 @@
+"""Reading data files so that every failure is one line: ``DataError("<file>: <what is wrong>; <fix>")``.
+
+One reader per file kind, used by every loader (benchmark tables, CSVs, JSON, pickles, ``.npz``
+files, meta-learned parameters, workdir files): ``read_json``, ``read_csv``, ``read_npz``,
+``read_pickle``. Each turns whatever its parser raises on a truncated, empty, foreign or
+mis-encoded file (``JSONDecodeError``, ``EOFError``, ``BadZipFile``, ``UnicodeDecodeError``, ...)
+into a ``DataError`` that names the file and the fix the caller gives. What a loader then reads
+out of the parsed content is checked inside ``data_errors(path, fix)`` (a field that is missing,
+an index out of range, a value of the wrong type fail the same way) and with ``numbers`` (lists
+of the expected length, finite numbers in a range).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import pickle
+import zipfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from spaces.files import DataError
+
+# what parsers and the code that reads their output raise on content that is not what was expected
+PARSE_ERRORS = (
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    EOFError,
+    OSError,
+    zipfile.BadZipFile,
+    pickle.UnpicklingError,
+)
+
+
+# what an exception raised while reading a file says about the file (the first matching type wins)
+PROBLEMS = (
+    (FileNotFoundError, lambda e: "file not found"),
+    (IsADirectoryError, lambda e: "is a directory, not a file"),
+    (json.JSONDecodeError, lambda e: f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}: cut short?)"),
+    (UnicodeDecodeError, lambda e: "not a UTF-8 CSV/JSON/text file (a binary or differently encoded file)"),
+    (EOFError, lambda e: "ends early (empty or cut short)"),
+    (zipfile.BadZipFile, lambda e: f"not a readable .npz archive ({e}: cut short or another format)"),
+    (KeyError, lambda e: f"lacks the field {e.args[0]!r}" if e.args else "lacks a field"),
+    (pickle.UnpicklingError, lambda e: f"not a readable pickle ({e})"),
+)
+
+
+def problem(e: BaseException) -> str:
+    """What an exception raised while reading a file says about the file, in words."""
+    for kind, words in PROBLEMS:
+        if isinstance(e, kind):
+            return words(e)
+    text = " ".join(str(e).split())
+    text = text if len(text) <= 160 else text[:157] + "..."
+    return text if type(e) in (ValueError, TypeError) else f"{type(e).__name__}: {text}"  # a parse error's own words
+
+
+@contextlib.contextmanager
+def data_errors(path: str | os.PathLike, fix: str) -> Iterator[None]:
+    """Inside: any error that reading ``path`` raises becomes ``DataError("<path>: <problem>; <fix>")``."""
+    try:
+        yield
+    except DataError:
+        raise
+    except PARSE_ERRORS as e:
+        raise DataError(f"{os.fspath(path)}: {problem(e)}; {fix}") from e
+
+
+def read_json(path: str | os.PathLike, fix: str) -> Any:
+    with data_errors(path, fix), open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_npz(path: str | os.PathLike, fix: str, fields: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file (no pickles); ``fields`` must be among them."""
+    with data_errors(path, fix):
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        missing = [k for k in fields if k not in arrays]
+        if missing:
+            raise DataError(f"{os.fspath(path)}: lacks the array(s) {missing}; {fix}")
+        return arrays
+
+
+def read_pickle(path: str | os.PathLike, fix: str, unpickler: type = pickle.Unpickler) -> Any:
+    with data_errors(path, fix), open(path, "rb") as f:
+        return unpickler(f).load()
+
+
+def read_csv(path: str | os.PathLike, fix: str, columns: Sequence[str]) -> Iterator[tuple[int, dict]]:
+    """``(line number, row)`` of a CSV file with (at least) ``columns``; a row cut short is an error."""
+    with data_errors(path, fix), open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{os.fspath(path)}: needs columns {missing}, has {reader.fieldnames}; {fix}")
+        for line, row in enumerate(reader, start=2):
+            if None in row.values() or None in row:
+                raise DataError(
+                    f"{os.fspath(path)}:{line}: the row's fields do not match the header (cut short?); {fix}"
+                )
+            yield line, row
+
+
+def numbers(
+    values: Any,
+    what: str,
+    path: str | os.PathLike,
+    fix: str,
+    *,
+    length: int | None = None,
+    low: float = -np.inf,
+    high: float = np.inf,
+) -> np.ndarray:
+    """``values`` as a float64 array of finite numbers in ``[low, high]`` (``length`` of them when given)."""
+    where = f"{os.fspath(path)}: {what}"
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise DataError(f"{where} must be a list of numbers, got {type(values).__name__}; {fix}")
+    if length is not None and len(values) != length:
+        raise DataError(f"{where} has {len(values)} entries, not {length} (lists of unequal length); {fix}")
+    bad = [i for i, v in enumerate(values) if isinstance(v, bool) or not isinstance(v, (int, float, np.number))]
+    if bad:
+        raise DataError(f"{where}[{bad[0]}] = {values[bad[0]]!r} is not a number; {fix}")
+    arr = np.asarray(values, np.float64)
+    out = ~np.isfinite(arr) | (arr < low) | (arr > high)
+    if out.any():
+        i = int(np.argmax(out))
+        raise DataError(f"{where}[{i}] = {float(arr[i])!r} is not a finite number in [{low}, {high}]; {fix}")
+    return arr

@@ -4,7 +4,7 @@ BOHB for reference: the incumbent's test error at 10/25/50/100 % of a compute bu
     python -m scripts.mf_bananas_variants --seeds 50 --benchmark nb201_12_200/cifar10 \
         --test_csv ../shared/data/nb201/nats_bench_test_acc.csv
 
-(``nb201_12_200/*``: NAS-Bench-201 at 12 and 200 epochs, ``configs/nb201_fidelities.py``.) Seeds are split
+(``nb201_12_200/*``: NAS-Bench-201 at 12 and 200 epochs, ``configs/multifidelity.py``.) Seeds are split
 over the CPU cores (``--cpu_devices``).
 """
 
@@ -37,7 +37,7 @@ def main(argv):
     import jax
     import numpy as np
 
-    import configs.nb201_fidelities  # noqa: F401  (registers nb201_12_200/*)
+    import configs.multifidelity  # noqa: F401  (registers nb201_12_200/*)
     from nas.core.searcher import make_searcher
     from nas.engine.host_loop import run_chunked
     from nas.experiment.cost_axis import FRACTIONS, budget_summary, running_axes

@@ -65,11 +65,20 @@ def incumbent_at(axes: dict, axis: str, points) -> np.ndarray:
     return np.stack([take_rows(axes["incumbent"], row_at(axes[axis], x)) for x in points], axis=-1)
 
 
+def spent_at(axes: dict, points) -> dict[str, list[float]]:
+    """``cost_mean`` and ``wallclock_mean``: the cost and the simulated clock of the results counted at each
+    point of compute (full evaluations), mean over trials."""
+    rows = [row_at(axes["full"], x) for x in points]
+    return {
+        "cost_mean": [float(np.mean(take_rows(axes["cost"], r, 0.0))) for r in rows],
+        "wallclock_mean": [float(np.mean(take_rows(axes["clock"], r, 0.0))) for r in rows],
+    }
+
+
 def budget_summary(axes: dict, max_queries: int, report, workers: int) -> dict:
     """The incumbent's reported metric and the compute spent at ``FRACTIONS`` of the budget (in full evaluations)."""
     points = [f * max_queries for f in FRACTIONS]
     stats = {k: [] for k in ("mean", "std", "median", "q25", "q75", "trials_with_incumbent")}
-    spent = {"cost_mean": [], "wallclock_mean": []}
     for x in points:
         rows = row_at(axes["full"], x)
         rep = np.asarray(report(take_rows(axes["incumbent"], rows)), np.float64)
@@ -81,9 +90,8 @@ def budget_summary(axes: dict, max_queries: int, report, workers: int) -> dict:
         stats["q25"].append(np.quantile(vals, 0.25))
         stats["q75"].append(np.quantile(vals, 0.75))
         stats["trials_with_incumbent"].append(int(ok.sum()))
-        spent["cost_mean"].append(float(np.mean(take_rows(axes["cost"], rows, 0.0))))
-        spent["wallclock_mean"].append(float(np.mean(take_rows(axes["clock"], rows, 0.0))))
-    return {"fractions": list(FRACTIONS), "full_evaluations": points, **stats, **spent, "workers": int(workers)}
+    return {"fractions": list(FRACTIONS), "full_evaluations": points, **stats, **spent_at(axes, points),
+            "workers": int(workers)}  # fmt: skip
 
 
 def full_evaluation_curve(axes: dict, max_queries: int) -> np.ndarray:

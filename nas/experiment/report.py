@@ -100,12 +100,9 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
         else:
             curves[label] = benchmark.report(incumbent_scores(h["score"], h["report_score"]))
         workers = int(options.get(label, {}).get("workers", 1) or 1)
-        spent = {
-            k: [float(np.mean(cost_axis.take_rows(axes[a], cost_axis.row_at(axes["full"], q), 0.0))) for q in points]
-            for k, a in (("cost_mean", "cost"), ("wallclock_mean", "clock"))
-        }
         per[label] = {
-            "options": options.get(label, {}), **searcher_summary(curves[label], points), **spent,
+            "options": options.get(label, {}), **searcher_summary(curves[label], points),
+            **cost_axis.spent_at(axes, points),
             "budget": cost_axis.budget_summary(axes, max_queries, benchmark.report, workers),
         }  # fmt: skip
     best = benchmark.best_valid()
@@ -145,7 +142,7 @@ def write_csv(path: str, summary: dict) -> None:
     for label, s in summary["searchers"].items():
         for i, q in enumerate(s["queries"]):
             row = [float(s[k][i]) for k in ("mean", "std", "median", "q25", "q75")]
-            spent = [f"{float(s[k][i]):.6g}" if k in s else "" for k in ("cost_mean", "wallclock_mean")]
+            spent = [f"{float(s[k][i]):.6g}" for k in ("cost_mean", "wallclock_mean")]
             w.writerow(
                 [label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"], *spent]
             )

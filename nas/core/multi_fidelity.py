@@ -85,7 +85,7 @@ class MultiFidelityOptions(SearcherOptions):
             raise ValueError(f"a multi-fidelity searcher asks one job at a time: batch_size must be 1, got "
                              f"{self.batch_size} (run evaluations in parallel with workers=W)")  # fmt: skip
         b = self.fidelities  # () until the experiment fills in the objective's (a config lists it before)
-        if b and not all(math.isfinite(x) and x > 0 for x in b) or any(x >= y for x, y in zip(b, b[1:])):
+        if not all(math.isfinite(x) and x > 0 for x in b) or any(x >= y for x, y in zip(b, b[1:])):
             raise ValueError(f"fidelities must be finite, positive and increasing, got {b}")
 
 

@@ -61,11 +61,11 @@ def test_a_multi_fidelity_run_resumes_bit_for_bit_and_reports_against_compute(tm
         assert s["budget"]["workers"] == (2 if label == "asha" else 1)
         assert s["budget"]["trials_with_incumbent"][-1] == 2 and len(s["cost_mean"]) == len(s["queries"])
     rs = summary["searchers"]["random_search"]  # a single-fidelity searcher: each query one full training
-    assert rs["queries"] == [2, 4, 6] and rs["wallclock_mean"] == rs["cost_mean"]
+    assert rs["queries"] == [2, 3, 4, 6] and rs["wallclock_mean"] == rs["cost_mean"]  # 3: half the budget
     table = format_table(summary)
     assert "| asha | 2 |" in table and "cost at 100 %" in table and "budget 6 full evaluations (9 epochs each)" in table
     head = (tmp_path / "whole" / "results.csv").read_text().splitlines()[0]
-    assert head.endswith("metric,protocol,cost_mean,wallclock_mean")
+    assert head.endswith("metric,protocol,budget_fraction,cost_mean,wallclock_mean")
     assert json.loads((tmp_path / "whole" / "summary.json").read_text())["searchers"]["asha"]["budget"]
 
 

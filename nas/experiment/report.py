@@ -91,6 +91,9 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
     ``wallclock_mean``. A multi-fidelity searcher's "queries" are full evaluations of compute (its
     curve: the incumbent once that much resource is spent)."""
     points = query_points(max_queries, every)
+    if getattr(benchmark, "fidelities", ()):  # the budget fractions every report reads, where whole queries
+        exact = [int(f * max_queries) for f in cost_axis.FRACTIONS if float(f * max_queries).is_integer()]
+        points = sorted(set(points) | set(exact))
     budgets = fidelity_budgets(benchmark)
     curves, per = {}, {}
     for label, h in histories.items():
@@ -138,13 +141,14 @@ def write_csv(path: str, summary: dict) -> None:
     buf = io.StringIO()
     w = csv.writer(buf)
     head = ["searcher", "queries", "mean", "std", "median", "q25", "q75", "num_trials", "metric", "protocol"]
-    w.writerow(head + ["cost_mean", "wallclock_mean"])  # compute spent by then (nas.experiment.cost_axis)
+    w.writerow(head + ["budget_fraction", "cost_mean", "wallclock_mean"])  # compute (nas.experiment.cost_axis)
     for label, s in summary["searchers"].items():
         for i, q in enumerate(s["queries"]):
             row = [float(s[k][i]) for k in ("mean", "std", "median", "q25", "q75")]
-            spent = [f"{float(s[k][i]):.6g}" for k in ("cost_mean", "wallclock_mean")]
+            spent = [q / summary["max_queries"], float(s["cost_mean"][i]), float(s["wallclock_mean"][i])]
             w.writerow(
-                [label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"], *spent]
+                [label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"]]
+                + [f"{v:.6g}" for v in spent]
             )
     write_text_atomic(path, buf.getvalue())
 

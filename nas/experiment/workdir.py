@@ -139,7 +139,8 @@ class Workdir:
         path = self.history_path(label)
         try:
             with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in HISTORY_FIELDS + MF_HISTORY_FIELDS if k in z or k in HISTORY_FIELDS}
+                fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if k in z.files)  # older: none
+                return {k: z[k] for k in fields}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             raise ConfigError(
                 f"{path} is unreadable ({type(e).__name__}: {e}); delete it to run searcher {label!r} again"

@@ -10,6 +10,14 @@ CHEAP = {
     "tnas": {"max_queries": 12, "num_init": 4, "batch_size": 2, "finetune_steps": 2},
     "smbo_linear": {"num_candidates": 64},
     "mf_bananas": {"epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20, "num_init": 4},
+    # local search from 4 NB201 cells (batches of 3: the design fills one batch and a part of the next)
+    "warm_start": {
+        "searcher": "local_search",
+        "searcher_options": '{"num_init": 5}',
+        "batch_size": 3,
+        "design": "3,3,4,1,3,1;0,1,2,3,4,0;4,4,4,4,4,4;1,1,1,1,1,1",
+        "num_design": 4,
+    },
 }
 
 

@@ -15,4 +15,5 @@ from nas.searchers import (  # noqa: F401
     smbo_linear,
     successive_halving,
     tnas,
+    warm_start,
 )

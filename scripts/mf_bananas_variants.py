@@ -1,11 +1,12 @@
 """The two multi-fidelity BANANAS variants side by side (``nas.searchers.mf_bananas``), with Hyperband and
 BOHB for reference: the incumbent's test error at 10/25/50/100 % of a compute budget, mean +- s.e.
 
-    python -m scripts.mf_bananas_variants --seeds 50 --benchmark nb201_12_200/cifar10 \
-        --test_csv ../shared/data/nb201/nats_bench_test_acc.csv
+    python -m scripts.mf_bananas_variants --seeds 50 --benchmark nb201/cifar10 \
+        --test_csv ../shared/data/nb201/nats_bench_test_acc.csv \
+        --fidelity_data ../shared/data/nb201/mini_nb201_12epoch.pd
 
-(``nb201_12_200/*``: NAS-Bench-201 at 12 and 200 epochs, ``configs/multifidelity.py``.) Seeds are split
-over the CPU cores (``--cpu_devices``).
+(NAS-Bench-201 at 12 and 200 epochs: ``fidelity_data``, docs/benchmarks.md.) Seeds are split over the CPU
+cores (``--cpu_devices``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import time
 from absl import app, flags
 
 _SEEDS = flags.DEFINE_integer("seeds", 50, "Seeds per searcher.")
-_BENCH = flags.DEFINE_string("benchmark", "nb201_12_200/cifar10", "A benchmark with fidelities.")
+_BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "A benchmark with fidelities.")
 _TEST = flags.DEFINE_string("test_csv", "", "NAS-Bench-201 test accuracies (reports validation without).")
+_LOW = flags.DEFINE_string("fidelity_data", "", "NAS-Bench-201's 12-epoch table (mini_nb201_12epoch.pd).")
 _BUDGET = flags.DEFINE_integer("budget", 100, "Compute budget in full evaluations.")
 _ONLY = flags.DEFINE_list("only", [], "Labels to run (default: all).")
 _CPU = flags.DEFINE_integer("cpu_devices", 0, "CPU devices for the seeds (0 = one per core).")
@@ -37,14 +39,13 @@ def main(argv):
     import jax
     import numpy as np
 
-    import configs.multifidelity  # noqa: F401  (registers nb201_12_200/*)
     from nas.core.searcher import make_searcher
     from nas.engine.host_loop import run_chunked
     from nas.experiment.cost_axis import FRACTIONS, budget_summary, running_axes
     from spaces.benchmarks.objective import fidelity_budgets
     from spaces.benchmarks.registry import make_benchmark
 
-    kwargs = {"test_csv": _TEST.value} if _TEST.value else {}
+    kwargs = {k: v for k, v in (("test_csv", _TEST.value), ("fidelity_data", _LOW.value)) if v}
     bench = make_benchmark(_BENCH.value, **kwargs)
     budgets = fidelity_budgets(bench)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)

@@ -83,6 +83,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
             extra = json.dumps({"entry": entries[label], **{k: cfg.get(k) for k in RUN_FIELDS}}, sort_keys=True)
             if lead and hasattr(searcher, "schedule"):  # a multi-fidelity schedule, said once
                 print(searcher.schedule(getattr(bench, "fidelity_unit", "")), flush=True)
+                if len(budgets) == 1:
+                    print(f"NOTE: {bench.name} has one fidelity: {label} evaluates full trainings only", flush=True)
 
             def log(info, label=label):
                 if lead:

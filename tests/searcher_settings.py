@@ -17,6 +17,7 @@ CHEAP = {
     "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
     "tnas": {"max_queries": 12, "num_init": 4, "batch_size": 2, "finetune_steps": 2},
     "smbo_linear": {"num_candidates": 64},
+    "mf_bananas": {"epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20, "num_init": 4},
     # local search from 4 NB201 cells (batches of 3: the design fills one batch and a part of the next)
     "warm_start": {
         "searcher": "local_search",

@@ -197,14 +197,20 @@ def _accept(key, space, propose, seen, state, n, max_rounds):
     return key, (out, out_ids, tags, filled)
 
 
-def count_repeats(space: Space, tokens) -> int:
-    """How many queries of a run repeat an earlier query of the same trial (``tokens[T, Q, N]``)."""
+def count_repeats(space: Space, tokens, fidelity=None) -> int:
+    """How many queries of a run repeat an earlier query of the same trial (``tokens[T, Q, N]``); with
+    ``fidelity`` (int[T, Q], a multi-fidelity history, -1 after the last evaluation) an evaluation repeats
+    only an earlier one of the same string at the same fidelity."""
     tokens = np.asarray(tokens)
     if space.ids_are_grid_rows:  # ids are mixed-radix rows: numpy, no program to compile
         ids = (tokens.astype(np.int64) * space.grid_strides).sum(-1)
     else:
         ids = np.asarray(_string_ids(space)(jnp.asarray(tokens)))
-    return int(sum(len(row) - len(set(row.tolist())) for row in ids))
+    if fidelity is None:
+        return int(sum(len(row) - len(set(row.tolist())) for row in ids))
+    fidelity = np.asarray(fidelity)
+    pairs = [[(i, f) for i, f in zip(r.tolist(), g.tolist()) if f >= 0] for r, g in zip(ids, fidelity)]
+    return int(sum(len(p) - len(set(p)) for p in pairs))
 
 
 _ID_PROGRAMS: dict = {}

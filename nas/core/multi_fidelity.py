@@ -66,7 +66,8 @@ class MultiFidelityOptions(SearcherOptions):
     Attributes:
       max_queries: the compute budget in full evaluations (``max_queries * fidelities[-1]`` resource).
       batch_size: 1 (one job per ask; parallelism comes from ``workers``).
-      fidelities: the objective's budgets, increasing (filled in from the objective by the experiment).
+      fidelities: the objective's budgets, increasing (filled in from the objective by the experiment;
+        empty in a config, which lists the searcher before the benchmark is loaded).
       workers: W, evaluations running at once on the simulated clock (1 = sequential).
     """
 
@@ -83,9 +84,7 @@ class MultiFidelityOptions(SearcherOptions):
         if self.batch_size != 1:
             raise ValueError(f"a multi-fidelity searcher asks one job at a time: batch_size must be 1, got "
                              f"{self.batch_size} (run evaluations in parallel with workers=W)")  # fmt: skip
-        b = self.fidelities
-        if not b:
-            raise ValueError("fidelities is empty: give the objective's budgets (the experiment fills them in)")
+        b = self.fidelities  # () until the experiment fills in the objective's (a config lists it before)
         if not all(math.isfinite(x) and x > 0 for x in b) or any(x >= y for x, y in zip(b, b[1:])):
             raise ValueError(f"fidelities must be finite, positive and increasing, got {b}")
 
@@ -95,6 +94,10 @@ class MultiFidelitySearcher(Searcher):
 
     Options: ClassVar[type[SearcherOptions]] = MultiFidelityOptions
     multi_fidelity: ClassVar[bool] = True
+
+    def setup(self) -> None:
+        if not self.budgets:
+            raise ValueError("fidelities is empty: give the objective's budgets (the experiment fills them in)")
 
     # -- static sizes the engine and the searchers share ------------------------------------------
     @property

@@ -104,6 +104,11 @@ def auto_chunk_steps(num_steps: int, target_chunks: int = 10) -> int:
 def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
     """``[0, ..., num_steps]``: every ``chunk_steps`` steps (0 = auto) and the searcher's breakpoints."""
     total = searcher.num_steps
+    if not chunk_steps and is_multi_fidelity(searcher):
+        # a bound on evaluations, often without a divisor near total / 10: then ~10 chunks and 2 programs
+        chunk_steps = auto_chunk_steps(total)
+        if not total / 20 <= chunk_steps <= total / 5:
+            chunk_steps = -(-total // 10)
     chunk_steps = int(chunk_steps) or auto_chunk_steps(total)
     if chunk_steps < 1:
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")

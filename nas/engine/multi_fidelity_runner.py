@@ -138,28 +138,32 @@ def _query(objective, key, job: Job, num_fidelities: int):
 def fill_workers(
     searcher: MultiFidelitySearcher, objective, k_ask: jax.Array, k_query: jax.Array, state: MFRunState
 ) -> MFRunState:
-    """Asks a job for each idle worker (in order, while budget and jobs last) and evaluates the new ones."""
+    """Asks a job for each idle worker (in order, while budget and jobs last) and evaluates the new ones.
+
+    A loop over the idle workers, not over all ``W``: a busy worker costs no ``ask`` (under ``vmap`` the
+    loop runs as many trips as the seed with the most idle workers, usually one: one result per step)."""
     continues = bool(getattr(objective, "continues", False))
 
-    def ask_one(carry, w):
-        s, wk, spent, blocked = carry
-        can = ~wk.busy[w] & (spent < searcher.max_resource) & ~blocked
-        job, s_new = searcher.ask(jax.random.fold_in(k_ask, w), s)
-        take = can & job.ok
+    def can_ask(carry):
+        _, wk, spent, blocked, _ = carry
+        return jnp.any(~wk.busy) & (spent < searcher.max_resource) & ~blocked
+
+    def ask_one(carry):
+        s, wk, spent, blocked, new = carry
+        w = jnp.argmax(~wk.busy)  # the idle worker with the lowest index
+        job, s = searcher.ask(jax.random.fold_in(k_ask, w), s)  # a no-job ask may still update the state
+        take = job.ok
         res = charged_resource(searcher.budgets, job.fidelity, job.parent, continues)
-        s = _select(can, s_new, s)  # an ask that returns no job may still update the state (bookkeeping)
         job_w = jax.tree.map(lambda x: x[w], wk.job)
         wk = wk.replace(
             job=jax.tree.map(lambda all_, one: all_.at[w].set(one), wk.job, _select(take, job, job_w)),
             busy=wk.busy.at[w].set(wk.busy[w] | take),
             resource=wk.resource.at[w].set(jnp.where(take, res, wk.resource[w])),
         )
-        return (s, wk, spent + jnp.where(take, res, 0.0), blocked | (can & ~job.ok)), take
+        return s, wk, spent + jnp.where(take, res, 0.0), blocked | ~take, new.at[w].set(new[w] | take)
 
-    w = searcher.workers
-    (s, wk, spent, _), new = jax.lax.scan(
-        ask_one, (state.searcher, state.workers, state.spent, jnp.bool_(False)), jnp.arange(w)
-    )
+    init = (state.searcher, state.workers, state.spent, jnp.bool_(False), jnp.zeros((searcher.workers,), bool))
+    s, wk, spent, _, new = jax.lax.while_loop(can_ask, ask_one, init)
     jobs = wk.job.replace(fidelity=jnp.where(new, wk.job.fidelity, -1))  # old rows: fidelity -1 (cheap, masked)
     res = _query(objective, k_query, jobs, searcher.num_fidelities)
     cost = res["cost"]

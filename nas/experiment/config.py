@@ -11,12 +11,15 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     fidelity_data optional file of low-fidelity scores (NB201's 12-epoch table; never looked up)
     benchmark_options  optional dict of further loader options (e.g. the MLP objective's ``split``)
     num_trials    seeds per searcher
-    max_queries   the query budget of every trial
+    max_queries   the budget of every trial, in full evaluations (a single-fidelity searcher's queries;
+                  a multi-fidelity searcher spends ``max_queries`` times the top budget)
     seed          the root seed (trial keys are split from it)
     report_every  query counts of the summary table (every k queries)
     chunk_steps   steps per compiled chunk (0 = about 10 chunks)
     only          comma-separated searcher labels to run ("" = all)
-    searchers     label -> {"name": registered searcher or peer (nas.experiment.peers), **its options}
+    searchers     label -> {"name": registered searcher or peer (nas.experiment.peers), **its options};
+                  multi-fidelity searchers (nas.core.multi_fidelity) take the benchmark's fidelities
+                  and may sit beside single-fidelity ones
 
 ``searcher_configs`` builds ``config.searchers`` with every option of each
 searcher listed (defaults filled in), so any option can be overridden on the
@@ -235,8 +238,16 @@ def with_data_files(config):
     return ({**cfg, **out}, out) if out else (config, {})
 
 
-def searcher_options_of(config, label: str):
-    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError."""
+def is_multi_fidelity_name(name: str) -> bool:
+    """A registered multi-fidelity searcher (``nas.core.multi_fidelity``); peers are not."""
+    return name not in peers.PEERS and bool(getattr(searcher_class(name), "multi_fidelity", False))
+
+
+def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None = None):
+    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError.
+
+    A multi-fidelity searcher's ``fidelities`` are the benchmark's (given here once it is loaded): an entry
+    leaves them empty, and one that names other budgets is refused."""
     entry = searcher_entries(config)[label]
     sname = entry.get("name")
     names = all_searcher_names()
@@ -245,6 +256,14 @@ def searcher_options_of(config, label: str):
     opts = {k: v for k, v in entry.items() if k != "name"}
     if "max_queries" in opts:
         raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
+    if fidelities is not None and is_multi_fidelity_name(sname):
+        given = tuple(float(b) for b in opts.get("fidelities") or ())
+        if given and given != tuple(fidelities):
+            raise ConfigError(
+                f"config.searchers.{label}.fidelities={given} differ from the benchmark's {tuple(fidelities)}; "
+                "leave it empty (the benchmark's are filled in)"
+            )
+        opts["fidelities"] = tuple(fidelities)
     max_queries = int(to_dict(config)["max_queries"])
     try:
         options = options_factory(sname)(sname, max_queries=max_queries, **opts)
@@ -260,9 +279,10 @@ def build_benchmark(config):
     return make_benchmark(cfg["benchmark"], **benchmark_kwargs(cfg))
 
 
-def build_searcher(config, label: str, space) -> Searcher:
-    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space)."""
-    options = searcher_options_of(config, label)
+def build_searcher(config, label: str, space, fidelities: tuple[float, ...] | None = None) -> Searcher:
+    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space);
+    ``fidelities``: the benchmark's budgets, for multi-fidelity searchers."""
+    options = searcher_options_of(config, label, fidelities)
     name = searcher_entries(config)[label]["name"]
     try:
         if name in peers.PEERS:

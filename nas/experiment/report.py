@@ -17,10 +17,13 @@ import csv
 import io
 import json
 import math
+import warnings
 
 import numpy as np
 
 from nas.engine.incumbent import incumbent_scores
+from nas.experiment import cost_axis
+from spaces.benchmarks.objective import fidelity_budgets
 from spaces.files import save_figure, write_text_atomic
 
 
@@ -53,8 +56,18 @@ def query_points(max_queries: int, every: int) -> list[int]:
 
 
 def searcher_summary(reported: np.ndarray, points: list[int]) -> dict:
-    """Statistics over trials of a [T, Q] reported curve at the query counts ``points``."""
+    """Statistics over trials of a [T, Q] reported curve at the query counts ``points`` (where a trial has no
+    incumbent yet, a multi-fidelity run before its first top-fidelity result, over the trials that have one)."""
     cols = reported[:, np.asarray(points) - 1]
+    if not np.all(np.isfinite(cols)):
+        cols = np.where(np.isfinite(cols), cols, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column without any incumbent: nan
+            return {
+                "num_trials": int(reported.shape[0]), "queries": list(points), "mean": np.nanmean(cols, 0),
+                "std": np.nanstd(cols, 0), "median": np.nanmedian(cols, 0), "q25": np.nanquantile(cols, 0.25, 0),
+                "q75": np.nanquantile(cols, 0.75, 0), "trials_with_incumbent": np.sum(np.isfinite(cols), 0),
+            }  # fmt: skip
     return {
         "num_trials": int(reported.shape[0]),
         "queries": list(points),
@@ -71,12 +84,30 @@ def split_name(benchmark) -> str:
 
 
 def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict], max_queries: int, every: int):
-    """``summary.json`` content and the per-query reported curves ([T, Q] per label)."""
+    """``summary.json`` content and the per-query reported curves ([T, Q] per label).
+
+    Every searcher also gets ``budget`` (``nas.experiment.cost_axis``: the reported metric and the cost and
+    simulated wall-clock spent at 10/25/50/100 % of the budget) and, per query count, ``cost_mean`` and
+    ``wallclock_mean``. A multi-fidelity searcher's "queries" are full evaluations of compute (its
+    curve: the incumbent once that much resource is spent)."""
     points = query_points(max_queries, every)
+    if getattr(benchmark, "fidelities", ()):  # the budget fractions every report reads, where whole queries
+        exact = [int(f * max_queries) for f in cost_axis.FRACTIONS if float(f * max_queries).is_integer()]
+        points = sorted(set(points) | set(exact))
+    budgets = fidelity_budgets(benchmark)
     curves, per = {}, {}
     for label, h in histories.items():
-        curves[label] = benchmark.report(incumbent_scores(h["score"], h["report_score"]))
-        per[label] = {"options": options.get(label, {}), **searcher_summary(curves[label], points)}
+        axes = cost_axis.running_axes(h, budgets[-1], len(budgets))
+        if cost_axis.is_multi_fidelity_history(h):
+            curves[label] = benchmark.report(cost_axis.full_evaluation_curve(axes, max_queries))
+        else:
+            curves[label] = benchmark.report(incumbent_scores(h["score"], h["report_score"]))
+        workers = int(options.get(label, {}).get("workers", 1) or 1)
+        per[label] = {
+            "options": options.get(label, {}), **searcher_summary(curves[label], points),
+            **cost_axis.spent_at(axes, points),
+            "budget": cost_axis.budget_summary(axes, max_queries, benchmark.report, workers),
+        }  # fmt: skip
     best = benchmark.best_valid()
     split = split_name(benchmark)
     oracle = None
@@ -94,6 +125,13 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
         ),
         "max_queries": int(max_queries),
         "table_best_valid_reported": oracle,
+        "fidelities": list(getattr(benchmark, "fidelities", ()) or ()),
+        "fidelity_unit": getattr(benchmark, "fidelity_unit", ""),
+        "cost_note": (
+            "budget: max_queries full evaluations (top-fidelity trainings); the incumbent is the best top-fidelity "
+            "result whose compute fits in each fraction of it; cost_mean: the objective's cost spent by then "
+            "(e.g. seconds), wallclock_mean: simulated wall-clock with the searcher's workers"
+        ),
         "searchers": per,
     }
     return summary, curves
@@ -102,11 +140,16 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
 def write_csv(path: str, summary: dict) -> None:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["searcher", "queries", "mean", "std", "median", "q25", "q75", "num_trials", "metric", "protocol"])
+    head = ["searcher", "queries", "mean", "std", "median", "q25", "q75", "num_trials", "metric", "protocol"]
+    w.writerow(head + ["budget_fraction", "cost_mean", "wallclock_mean"])  # compute (nas.experiment.cost_axis)
     for label, s in summary["searchers"].items():
         for i, q in enumerate(s["queries"]):
             row = [float(s[k][i]) for k in ("mean", "std", "median", "q25", "q75")]
-            w.writerow([label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"]])
+            spent = [q / summary["max_queries"], float(s["cost_mean"][i]), float(s["wallclock_mean"][i])]
+            w.writerow(
+                [label, q, *(f"{v:.6g}" for v in row), s["num_trials"], summary["metric"], summary["protocol"]]
+                + [f"{v:.6g}" for v in spent]
+            )
     write_text_atomic(path, buf.getvalue())
 
 
@@ -145,49 +188,79 @@ def y_range(lows: list[np.ndarray], highs: list[np.ndarray], ref: float | None, 
     return lo - pad, hi + pad
 
 
-def plot_curves(path: str, curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75)) -> None:
+def plot_curves(
+    path: str, curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75), compute: dict | None = None
+) -> None:
     """``curves_figure`` as a PNG at ``path`` (atomically)."""
-    fig = curves_figure(curves, summary, band)
+    fig = curves_figure(curves, summary, band, compute)
     save_figure(fig, path, dpi=fig.dpi)
 
 
-def curves_figure(curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75)):
+def curves_figure(curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75), compute: dict | None = None):
     """The incumbent's reported metric vs queries: median line and a quantile band per searcher, the table's
     best-validation configuration as a dashed line where known (a ``matplotlib.figure.Figure``: no pyplot
-    state, and pyplot's import is not paid)."""
+    state, and pyplot's import is not paid).
+
+    ``compute`` (``compute_curves``; configs with fidelities or parallel workers) adds a panel per compute
+    axis: the same metric against the objective's summed cost and against simulated wall-clock, and the
+    first panel's x axis counts full evaluations."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.4, 4.4), dpi=120)
-    ax = fig.subplots()
-    positive = True
-    lows, highs = [], []
-    for label, c in curves.items():
-        c = np.where(np.isfinite(c), c, np.nan)
-        x = np.arange(1, c.shape[1] + 1)
-        med = np.nanmedian(c, 0)
-        lo, hi = np.nanquantile(c, band[0], 0), np.nanquantile(c, band[1], 0)
-        positive &= bool(np.nanmin(lo) > 0)
-        (line,) = ax.plot(x, med, label=f"{label} (n={c.shape[0]})")
-        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-        lows.append(lo)
-        highs.append(hi)
-    log = positive and "MSE" in summary["metric"]  # HPOLib MSE spans decades
-    if log:
-        ax.set_yscale("log")
+    panels = [("queries", None, curves)] + [(name, grid, c) for name, (grid, c) in (compute or {}).items()]
+    fig = Figure(figsize=(6.4 * len(panels), 4.4), dpi=120)
     ref = summary.get("table_best_valid_reported")
-    if ref is not None and np.isfinite(ref) and (ref > 0 or not log):
-        ax.axhline(ref, color="0.3", linestyle="--", linewidth=0.9, label=reference_label(ref))
-    else:
-        ref = None
-    limits = y_range(lows, highs, ref, log)
-    if limits is not None:
-        ax.set_ylim(*limits)
-    ax.set_xlabel("queries")
-    ax.set_ylabel(y_label(summary), fontsize=9)
-    ax.set_title(plot_title(summary, band), fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    for ax, (xlabel, grid, panel) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
+        positive = True
+        lows, highs = [], []
+        for label, c in panel.items():
+            c = np.where(np.isfinite(c), c, np.nan)
+            x = np.arange(1, c.shape[1] + 1) if grid is None else grid
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # points before any incumbent: nan
+                med = np.nanmedian(c, 0)
+                lo, hi = np.nanquantile(c, band[0], 0), np.nanquantile(c, band[1], 0)
+            positive &= bool(np.nanmin(lo) > 0)
+            (line,) = ax.plot(x, med, label=f"{label} (n={c.shape[0]})")
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+            lows.append(lo)
+            highs.append(hi)
+        log = positive and "MSE" in summary["metric"]  # HPOLib MSE spans decades
+        if log:
+            ax.set_yscale("log")
+        line_at = ref if ref is not None and np.isfinite(ref) and (ref > 0 or not log) else None
+        if line_at is not None:
+            ax.axhline(line_at, color="0.3", linestyle="--", linewidth=0.9, label=reference_label(line_at))
+        limits = y_range(lows, highs, line_at, log)
+        if limits is not None:
+            ax.set_ylim(*limits)
+        ax.set_xlabel(xlabel if compute is None or grid is not None else "compute (full evaluations)")
+        ax.set_ylabel(y_label(summary), fontsize=9)
+        ax.set_title(plot_title(summary, band), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     return fig
+
+
+def compute_curves(benchmark, histories: dict[str, dict], summary: dict, num: int = 120) -> dict | None:
+    """``{axis name: (grid, {label: reported f64[T, num]})}`` against the summed cost and, where a searcher
+    has W > 1 workers, simulated wall-clock; None for single-fidelity configs of sequential searchers
+    (their plot stays one panel). The grid ends where the median trial spends the budget."""
+    workers = [s["budget"]["workers"] for s in summary["searchers"].values()]
+    if not summary.get("fidelities") and max(workers, default=1) == 1:
+        return None
+    budgets = fidelity_budgets(benchmark)
+    axes = {label: cost_axis.running_axes(h, budgets[-1], len(budgets)) for label, h in histories.items()}
+    out = {}
+    for axis, name in (("cost", "cost (summed, objective's units)"), ("clock", "simulated wall-clock")):
+        if axis == "clock" and max(workers) == 1:
+            continue  # sequential: the wall-clock is the summed cost
+        end = max(
+            float(np.median(cost_axis.take_rows(a[axis], cost_axis.row_at(a["full"], summary["max_queries"]), 0.0)))
+            for a in axes.values()
+        )
+        grid = np.linspace(0.0, end, num + 1)[1:]
+        out[name] = (grid, {lb: benchmark.report(cost_axis.incumbent_at(a, axis, grid)) for lb, a in axes.items()})
+    return out
 
 
 def format_table(summary: dict, at=None) -> str:
@@ -195,7 +268,10 @@ def format_table(summary: dict, at=None) -> str:
 
     Default columns: a third, two thirds and all of the budget (50/100/150 for 150 queries),
     snapped to the reported query points; 4 significant digits (MSEs near 1e-5 stay readable).
+    A config on a benchmark with fidelities gets the compute table (``format_budget_table``).
     """
+    if summary.get("fidelities") and at is None:
+        return format_budget_table(summary)
     points = summary["searchers"][next(iter(summary["searchers"]))]["queries"] if summary["searchers"] else []
     if at is None:
         m = summary["max_queries"]
@@ -213,3 +289,25 @@ def format_table(summary: dict, at=None) -> str:
                 cells.append("-")
         lines.append(f"| {label} | {' | '.join(cells)} | {s['num_trials']} | {summary['protocol']} |")
     return f"{summary['metric']} of the incumbent ({summary['benchmark']})\n" + "\n".join(lines)
+
+
+def format_budget_table(summary: dict) -> str:
+    """Markdown table: the reported metric (mean +- std) at 10/25/50/100 % of the compute budget, and the
+    cost and simulated wall-clock each searcher spent on the whole budget (mean over trials)."""
+    first = next(iter(summary["searchers"].values()))["budget"]
+    fracs = [f"{int(round(f * 100))} %" for f in first["fractions"]]
+    head = f"| searcher | workers | {' | '.join(fracs)} | cost at 100 % | wall-clock at 100 % | trials |"
+    lines = [head, "|" + "---|" * (len(fracs) + 5)]
+    for label, s in summary["searchers"].items():
+        b = s["budget"]
+        cells = []
+        for mean, std, n in zip(b["mean"], b["std"], b["trials_with_incumbent"]):
+            cells.append(f"{mean:.4g} +- {std:.2g}" + ("" if n == s["num_trials"] else f" ({n} with one)"))
+        spent = f"{b['cost_mean'][-1]:.4g} | {b['wallclock_mean'][-1]:.4g}"
+        lines.append(f"| {label} | {b['workers']} | {' | '.join(cells)} | {spent} | {s['num_trials']} |")
+    unit = summary.get("fidelity_unit", "")
+    top = summary["fidelities"][-1] if summary.get("fidelities") else 1
+    return (
+        f"{summary['metric']} of the incumbent ({summary['benchmark']}) against compute: budget "
+        f"{summary['max_queries']} full evaluations ({top:g} {unit} each)\n" + "\n".join(lines)
+    )

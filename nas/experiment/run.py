@@ -43,6 +43,7 @@ from nas.experiment.config import (
     with_data_files,
 )
 from nas.experiment.workdir import Workdir
+from spaces.benchmarks.objective import fidelity_budgets
 
 __all__ = ["ConfigError", "run_experiment", "write_reports", "validate_config"]
 
@@ -61,10 +62,11 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     wd = Workdir(workdir)
     wd.check_config(config)
     bench = build_benchmark(config)
+    budgets = fidelity_budgets(bench)
     searchers = {}
     for label in selected_labels(config):
         check_run_budget(config, label, bench.space)  # before the searcher sizes anything by the budget
-        searchers[label] = build_searcher(config, label, bench.space)
+        searchers[label] = build_searcher(config, label, bench.space, budgets)
         check_run_budget(config, label, bench.space, searchers[label])  # the memory of its run state
     keys = trial_keys(config)
     entries = searcher_entries(config)
@@ -84,6 +86,10 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
                     print(f"{label}: finished earlier, skipped ({wd.history_path(label)})", flush=True)
                 continue
             extra = json.dumps({"entry": entries[label], **{k: cfg.get(k) for k in RUN_FIELDS}}, sort_keys=True)
+            if lead and hasattr(searcher, "schedule"):  # a multi-fidelity schedule, said once
+                print(searcher.schedule(getattr(bench, "fidelity_unit", "")), flush=True)
+                if len(budgets) == 1:
+                    print(f"NOTE: {bench.name} has one fidelity: {label} evaluates full trainings only", flush=True)
 
             def log(info, label=label):
                 if lead:
@@ -153,8 +159,8 @@ def write_reports(config, workdir: str | Workdir, bench=None) -> dict:
         bench, histories, options, int(cfg["max_queries"]), int(get(cfg, "report_every", 10))
     )
     for label, h in histories.items():  # the "never re-query" promise, checked on what was actually queried
-        summary["searchers"][label]["repeated_queries"] = count_repeats(bench.space, h["tokens"])
+        summary["searchers"][label]["repeated_queries"] = count_repeats(bench.space, h["tokens"], h.get("fidelity"))
     rep.write_json(wd.file("summary.json"), summary)
     rep.write_csv(wd.file("results.csv"), summary)
-    rep.plot_curves(wd.file("curves.png"), curves, summary)
+    rep.plot_curves(wd.file("curves.png"), curves, summary, compute=rep.compute_curves(bench, histories, summary))
     return summary

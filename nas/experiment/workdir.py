@@ -1,7 +1,8 @@
 """The workdir of an experiment: one run, written atomically, locked while it runs, resumable.
 
     config.json             the config of the run (a rerun must agree on what the numbers mean)
-    history/<label>.npz     every trial's queries of a finished searcher
+    history/<label>.npz     every trial's queries of a finished searcher (a multi-fidelity one's evaluations,
+                            with their fidelity, resource and finish time)
     ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.engine.checkpoint``)
     metrics.jsonl           one JSON line per compiled chunk and searcher (progress)
     summary.json, results.csv, curves.png   the reports (``nas.experiment.report``)
@@ -33,6 +34,8 @@ from nas.experiment.config import BENCH_OPTIONS, RUN_FIELDS, ConfigError, to_dic
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
+# a multi-fidelity searcher's history also has (nas.engine.multi_fidelity_runner.MFHistory); older workdirs lack them
+MF_HISTORY_FIELDS = ("fidelity", "resource", "finish")
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -158,7 +161,8 @@ class Workdir:
         return self.file("ckpt", f"{label}.npz")
 
     def save_history(self, label: str, history, entry: dict) -> None:
-        arrays = {k: np.asarray(getattr(history, k)) for k in HISTORY_FIELDS}
+        fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if hasattr(history, k))
+        arrays = {k: np.asarray(getattr(history, k)) for k in fields}
         savez_atomic(self.history_path(label), {**arrays, "entry": np.asarray(json.dumps(entry))})
 
     def load_history(self, label: str) -> dict[str, np.ndarray]:
@@ -166,7 +170,8 @@ class Workdir:
         path = self.history_path(label)
         try:
             with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in HISTORY_FIELDS}
+                fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if k in z.files)  # older: none
+                return {k: z[k] for k in fields}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             raise ConfigError(
                 f"{path} is unreadable ({type(e).__name__}: {e}); delete it to run searcher {label!r} again"

@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.searcher import Searcher, make_options, make_searcher
+from nas.core.searcher import Searcher, available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
 from nas.engine.host_loop import compiled
 from nas.engine.runner import INIT_FOLD
@@ -176,6 +176,12 @@ class Study:
         if direction not in ("minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
         self.space = make_space(space)
+        if getattr(searcher_class(searcher), "multi_fidelity", False):
+            raise ValueError(
+                f"{searcher!r} is a multi-fidelity searcher (it chooses each evaluation's budget, "
+                "nas.core.multi_fidelity); a Study runs single-fidelity searchers: "
+                f"choose one of {available_searchers()}"
+            )
         options = make_options(searcher, max_queries=max_queries, **searcher_kwargs)  # names and values checked
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
         self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=seed)

@@ -58,16 +58,7 @@ class Bananas(BOSearcher):
 
     def setup(self):
         super().setup()
-        o = self.options
-        self.mlp = MLPEnsembleConfig(
-            num_members=o.num_members,
-            num_layers=o.num_layers,
-            width=o.width,
-            learning_rate=o.learning_rate,
-            epochs=o.epochs,
-            batch_size=o.mlp_batch_size,
-            loss=o.loss,
-        )
+        self.mlp = ensemble_config(self.options)
 
     @property
     def predictor(self) -> str:
@@ -80,3 +71,16 @@ class Bananas(BOSearcher):
         members = predict_ensemble(params, x_cand, self.mlp)
         mean, std = ensemble_mean_std(members)
         return mean, std, members
+
+
+def ensemble_config(o) -> MLPEnsembleConfig:
+    """The MLP ensemble of options with BANANAS' fields (``num_members``, ..., ``mlp_batch_size``, ``loss``)."""
+    return MLPEnsembleConfig(
+        num_members=o.num_members,
+        num_layers=o.num_layers,
+        width=o.width,
+        learning_rate=o.learning_rate,
+        epochs=o.epochs,
+        batch_size=o.mlp_batch_size,
+        loss=o.loss,
+    )

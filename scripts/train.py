@@ -71,9 +71,21 @@ def main(argv):
             why = "plain Optuna re-queries repeated proposals" if requery else "the space is nearly exhausted"
             print(f"WARNING: {label} queried {s['repeated_queries']} configurations twice ({why})")
     if summary["split"] == "validation":
-        print("NOTE: no test split given; these are VALIDATION figures (set --config.test_data=<csv> where possible).")
+        print(f"NOTE: no test split given; these are VALIDATION figures ({test_data_hint(summary['benchmark'])}).")
     print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")
     return 0
+
+
+def test_data_hint(benchmark: str) -> str:
+    """Where the benchmark's test scores would come from: its public file in the data directory, if it has one."""
+    from spaces.benchmarks.data_files import default_path
+    from spaces.benchmarks.registry import data_file_key
+
+    key = data_file_key(benchmark, "test_csv")
+    if key is None:
+        return "this benchmark has no test split"
+    return (f"for test figures put the test file at {default_path(key)} or set --config.test_data; "
+            "README, Optional data files")
 
 
 if __name__ == "__main__":

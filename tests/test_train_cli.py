@@ -98,3 +98,12 @@ def test_train_runs_an_option_the_config_file_does_not_set(tmp_path):
     # without test data the job says it reports validation figures
     assert "VALIDATION" in r.stdout
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["split"] == "validation"
+
+
+def test_validation_note_says_where_the_test_file_goes(monkeypatch, tmp_path):
+    from scripts.train import test_data_hint
+
+    monkeypatch.setenv("NASJAX_DATA", str(tmp_path))
+    hint = test_data_hint("nb201/cifar10")
+    assert str(tmp_path / "nb201" / "nats_bench_test_acc.csv") in hint and "--config.test_data" in hint
+    assert test_data_hint("hpolib/naval_propulsion") == "this benchmark has no test split"

@@ -94,16 +94,23 @@ class BOOptions(SearcherOptions):
 
     def check(self):
         super().check()
-        positive(self, "num_init", "num_candidates", "patience", "num_random", "gp_steps", "bucket_multiple")
-        if self.num_init % self.batch_size:
-            raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
-        if self.num_init >= self.max_queries:
-            raise ValueError(f"num_init ({self.num_init}) must be below max_queries ({self.max_queries})")
+        positive(self, "num_candidates", "patience", "num_random", "gp_steps")
+        check_initial_design(self)
         if self.max_edits < 1:
             raise ValueError(f"max_edits must be >= 1 (edits per mutation candidate), got {self.max_edits}")
         one_of(self, "acquisition", ACQUISITIONS)
         one_of(self, "acq_opt", ACQ_OPTS)
         one_of(self, "kernel", KERNELS)
+
+
+def check_initial_design(options) -> None:
+    """``ValueError`` unless ``num_init`` random strings fill whole batches below the budget (the padded
+    buckets' step schedule needs it)."""
+    positive(options, "num_init", "bucket_multiple")
+    if options.num_init % options.batch_size:
+        raise ValueError(f"num_init ({options.num_init}) must be a multiple of batch_size ({options.batch_size})")
+    if options.num_init >= options.max_queries:
+        raise ValueError(f"num_init ({options.num_init}) must be below max_queries ({options.max_queries})")
 
 
 class BOSearcher(Searcher):

@@ -9,6 +9,8 @@ CHEAP = {
     "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
     "tnas": {"max_queries": 12, "num_init": 4, "batch_size": 2, "finetune_steps": 2},
     "smbo_linear": {"num_candidates": 64},
+    "nasbot": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20, "mutations_per_generation": 10},
+    "alphax": {"num_rollouts": 2, "num_layers": 1, "width": 16, "train_steps": 1, "min_train": 3},
 }
 
 

@@ -104,6 +104,7 @@ class NASBOT(BOSearcher):
     """GP with the OTMANN kernel, EI maximized by an evolutionary algorithm (module docstring)."""
 
     Options = NasbotOptions
+    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
 
     def setup(self):
         self.reader = network_reader(self.space)

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import Seen
-from nas.core.searcher import positive, register
+from nas.core.searcher import feature_kind, positive, register
 from nas.searchers.mcts import MCTS, MCTSOptions, allowed_values
 from surrogates import meta_dnn
 
@@ -94,13 +94,7 @@ class AlphaX(MCTS):
     Options = AlphaXOptions
 
     def setup(self):
-        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
-        enc = self.options.encoding
-        if enc == "auto":
-            enc = "adjacency" if "adjacency" in kinds else "onehot"
-        if enc not in kinds:
-            raise ValueError(f"encoding {enc!r} is not a feature kind of space {self.space.name!r} ({list(kinds)})")
-        self.encoding = enc
+        self.encoding = feature_kind(self.space, self.options.encoding, ("adjacency",))
         o = self.options
         self.net = meta_dnn.MetaDNNConfig(o.num_layers, o.width, o.learning_rate, o.train_batch, o.train_steps)
 

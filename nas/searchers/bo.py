@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import Seen, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, one_of, positive
+from nas.core.searcher import Searcher, SearcherOptions, feature_kind, one_of, positive
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
@@ -120,15 +120,7 @@ class BOSearcher(Searcher):
     PREFERRED_ENCODINGS = ("path", "onehot")
 
     def setup(self):
-        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
-        encoding = self.options.encoding
-        if encoding == "auto":
-            encoding = next(k for k in self.PREFERRED_ENCODINGS + ("onehot",) if k in kinds)
-        if encoding not in kinds:
-            raise ValueError(
-                f"encoding {encoding!r} is not a feature kind of space {self.space.name!r} (it has {list(kinds)}); "
-                "pass one of those, or 'auto'"
-            )
+        encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
         self.encoding = encoding
         o = self.options
         self.gp = GPConfig(kernel=o.kernel, fit_steps=o.gp_steps, learning_rate=o.gp_learning_rate)

@@ -120,8 +120,7 @@ class BOSearcher(Searcher):
     PREFERRED_ENCODINGS = ("path", "onehot")
 
     def setup(self):
-        encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
-        self.encoding = encoding
+        self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
         o = self.options
         self.gp = GPConfig(kernel=o.kernel, fit_steps=o.gp_steps, learning_rate=o.gp_learning_rate)
 

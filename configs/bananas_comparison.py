@@ -12,10 +12,14 @@ defaults of the authors' released code (t0 = k = 10, 5 members, 150 epochs, inde
 Thompson sampling, 100 candidates mutating the best architecture with 1-2 edits; path encoding
 where the space has one, else one-hot); ``bananas_ucb`` is the paper's text (UCB with beta =
 0.5, one-edit mutations). GP-BO: exact GP, Hamming kernel on the adjacency (else one-hot)
-encoding, EI, the same candidates as ``bananas``.
+encoding, EI, the same candidates as ``bananas``. ``reinforce``: the REINFORCE baseline of BANANAS' Section 5
+(the NAS-Bench-101 implementation of Ying et al. 2019: an independent categorical distribution per decision,
+trained with REINFORCE), the library's factorized policy with REINFORCE and the settings of
+``configs/table4.py``'s plain vanilla REINFORCE (B = 30, Adam 1e-2, the batch-mean baseline).
 """
 
 from configs import default
+from configs.table3 import REMAADE
 from nas.experiment.config import searcher_configs
 
 
@@ -28,5 +32,6 @@ def get_config(arg=None):
         bananas={"name": "bananas", "acquisition": "its", "max_edits": 2},
         bananas_ucb={"name": "bananas", "acquisition": "ucb", "max_edits": 1},
         gp_bo={"name": "gp_bo", "acquisition": "ei"},
+        reinforce={**REMAADE, "policy": "factorized", "ppo": False},
     )
     return config

@@ -15,6 +15,14 @@ hpolib/naval_propulsion, nb101):
     python -m scripts.train --config configs/table3.py:nb101 --workdir /tmp/table3_nb101 \
         --config.data_path=/path/to/nasbench_only108.tfrecord
 
+NASBOT (Kandasamy et al. 2018) and AlphaX (Wang et al. 2019), the table's other searchers built here, take
+their papers' settings (``nas/searchers/nasbot.py``, ``nas/searchers/alphax.py``; NASBOT: t0 = k = 10, EI
+maximized by its evolutionary algorithm). NASBOT solves a transport problem per pair of networks and
+refits its GP every 10 queries: alone, at 100 trials,
+
+    python -m scripts.train --config configs/table3.py --workdir /tmp/table3_c10_nasbot \
+        --config.only=nasbot --config.num_trials=100 --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+
 NAS-Bench-201 test accuracies come from NATS-Bench's CSV (``--config.test_data``; without it
 the report says it shows validation error). NAS-Bench-101 uses
 the paper's protocol: the validation accuracy of one random training repeat per query
@@ -33,6 +41,8 @@ BENCHMARKS = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16", "hpolib/nav
 # the paper's settings for ReMAADE / ReACTS (Section VII); everything else is the searcher default
 REMAADE = {"name": "remaade", "batch_size": 30, "learning_rate": 1e-2, "d": 36, "num_blocks": 1, "num_orders": 1}
 REACTS = {**REMAADE, "name": "reacts"}
+NASBOT = {"name": "nasbot"}
+ALPHAX = {"name": "alphax"}
 
 
 def base_config(arg=None):
@@ -47,5 +57,7 @@ def base_config(arg=None):
 
 def get_config(arg=None):
     config = base_config(arg)
-    config.searchers = searcher_configs(**default.BASELINES, remaade=REMAADE, reacts=REACTS)
+    config.searchers = searcher_configs(
+        **default.BASELINES, remaade=REMAADE, reacts=REACTS, nasbot=NASBOT, alphax=ALPHAX
+    )
     return config

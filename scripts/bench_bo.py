@@ -1,6 +1,7 @@
-"""Speed of BANANAS and GP-BO: many seeds x 150 queries, run as ``scripts.train`` runs them.
+"""Speed of BANANAS, GP-BO and NASBOT: many seeds x 150 queries, run as ``scripts.train`` runs them.
 
     python -m scripts.bench_bo --searchers=gp_bo --seeds=100 --queries=150
+    python -m scripts.bench_bo --searchers=nasbot --seeds=100 --repeats=1
     python -m scripts.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
 
 Each searcher runs ``nas.engine.host_loop.run_chunked`` (compiled chunks cut at the padded-data

@@ -1,7 +1,8 @@
-"""Speed of the policy-gradient searchers: many seeds of a whole search in one compiled call.
+"""Speed of the policy-gradient searchers (and of AlphaX): many seeds of a whole search in one compiled call.
 
     python -m scripts.bench_policies                      # ReMAADE and ReACTS, 500 seeds x 150 queries
     python -m scripts.bench_policies --searchers=remaade --seeds=100
+    python -m scripts.bench_policies --searchers=alphax --seeds=100
     python -m scripts.bench_policies --searchers=reacts --reacts_kwargs='{"sim_epochs": 50}'
 
 Each searcher runs in its own child process (so its peak resident memory is its own):

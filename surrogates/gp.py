@@ -18,6 +18,9 @@ plain JAX on every backend (blocked Cholesky in matmuls, no LAPACK custom call: 
 deadlocked under ``vmap`` over seeds), and the likelihood's gradient is R&W eq. 5.9,
 ``dNLL/dK = 1/2 (K^-1 - alpha alpha^T)``, a custom VJP instead of differentiating the factorization.
 
+``fit_kernel_gp`` / ``posterior_from_cross`` are the same GP for any kernel given as a function of its
+hyperparameters (NASBOT's kernel on precomputed OTMANN distances, ``nas.searchers.nasbot``).
+
 Targets are standardized with the masked mean/std; hyperparameters ``theta = (log length scale,
 log amplitude, log noise)`` start from (mean pairwise distance, 1, 0.1) and are fitted by
 ``fit_steps`` Adam steps (optax) on the negative log marginal likelihood. Pure, jittable, one
@@ -57,11 +60,15 @@ def _hyper(theta: dict, cfg: GPConfig):
     return jnp.exp(theta["log_ls"]), jnp.exp(theta["log_amp"]), cfg.min_noise + jnp.exp(theta["log_noise"])
 
 
+def _noisy_gram(k, theta, mask, cfg: GPConfig):
+    """``K + (s_n^2 + jitter) I`` with padded rows and columns replaced by the identity."""
+    noise = cfg.min_noise + jnp.exp(theta["log_noise"])
+    return masked_gram(k + (noise + cfg.jitter) * jnp.eye(k.shape[0]), mask)
+
+
 def _gram(theta, x, mask, cfg: GPConfig):
-    ls, amp, noise = _hyper(theta, cfg)
-    p = x.shape[0]
-    k = kernel_matrix(cfg.kernel, x, x, ls, amp) + (noise + cfg.jitter) * jnp.eye(p)
-    return masked_gram(k, mask)
+    ls, amp, _ = _hyper(theta, cfg)
+    return _noisy_gram(kernel_matrix(cfg.kernel, x, x, ls, amp), theta, mask, cfg)
 
 
 def neg_log_marginal_likelihood(theta: dict, x: jax.Array, y: jax.Array, mask: jax.Array, cfg: GPConfig):
@@ -92,29 +99,55 @@ def fit_gp(x: jax.Array, y: jax.Array, mask: jax.Array, cfg: GPConfig) -> dict:
         raise ValueError(f"fit_gp expects x[P, F], y[P], mask[P]; got {x.shape}, {y.shape}, {mask.shape}")
     x = x.astype(jnp.float32)
     mask = mask & jnp.isfinite(y)
+
+    def kernel(theta):
+        ls, amp, _ = _hyper(theta, cfg)
+        return kernel_matrix(cfg.kernel, x, x, ls, amp)
+
+    return {**fit_kernel_gp(kernel, init_theta(x, mask, cfg), y, mask, cfg), "x": x}
+
+
+def fit_kernel_gp(kernel, theta: dict, y: jax.Array, mask: jax.Array, cfg: GPConfig) -> dict:
+    """The GP fit for any kernel: ``kernel(theta) -> f32[P, P]``, the noiseless prior covariance of the ``P``
+    rows, differentiable in ``theta`` (a dict with ``log_noise`` and the kernel's own entries, starting
+    values). Fits ``theta`` by ``cfg.fit_steps`` Adam steps on the negative log marginal likelihood of the
+    standardized targets (rows where ``mask`` and ``y`` finite) and caches ``L^-1`` and ``alpha``."""
+    mask = mask & jnp.isfinite(y)
     ys, y_mean, y_scale = standardize(jnp.where(mask, y, 0.0).astype(jnp.float32), mask)
-    theta = init_theta(x, mask, cfg)
     opt = optax.adam(cfg.learning_rate)
-    loss_grad = jax.grad(neg_log_marginal_likelihood)
+
+    def nll(th):
+        return gaussian_nll(_noisy_gram(kernel(th), th, mask, cfg), ys, mask)
+
+    loss_grad = jax.grad(nll)
 
     def step(carry, _):
         th, st = carry
         # finite: surrogates.linalg floors the pivots of a (numerically) singular K instead of NaN
-        upd, st = opt.update(loss_grad(th, x, ys, mask, cfg), st, th)
+        upd, st = opt.update(loss_grad(th), st, th)
         return (optax.apply_updates(th, upd), st), None
 
     (theta, _), _ = jax.lax.scan(step, (theta, opt.init(theta)), None, length=cfg.fit_steps)
-    _, chol_inv = cholesky_with_inverse(_gram(theta, x, mask, cfg))
+    _, chol_inv = cholesky_with_inverse(_noisy_gram(kernel(theta), theta, mask, cfg))
     alpha = _mm(chol_inv.T, _mm(chol_inv, ys))
     return {
         "theta": theta,
-        "x": x,
         "mask": mask,
         "chol_inv": chol_inv,  # L^-1: the posterior's solves are matmuls
         "alpha": alpha,
         "y_mean": y_mean,
         "y_scale": y_scale,
     }
+
+
+def posterior_from_cross(params: dict, k_star: jax.Array, prior_var: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Posterior mean and std (target units) at new points from their prior covariance with the fitted rows
+    ``k_star`` f32[P, M] and their prior variance (``fit_kernel_gp``'s kernel)."""
+    k_star = jnp.where(params["mask"][:, None], k_star, 0.0)
+    mean = _mm(k_star.T, params["alpha"])
+    v = _mm(params["chol_inv"], k_star)
+    var = jnp.maximum(prior_var - jnp.sum(v * v, axis=0), 0.0)
+    return mean * params["y_scale"] + params["y_mean"], jnp.sqrt(var) * params["y_scale"]
 
 
 def _cross(params, x_new, cfg):
@@ -126,10 +159,7 @@ def _cross(params, x_new, cfg):
 def gp_posterior(params: dict, x_new: jax.Array, cfg: GPConfig) -> tuple[jax.Array, jax.Array]:
     """Posterior mean and std of the latent function at ``x_new[M, F]``, in target units."""
     k_star, amp = _cross(params, x_new, cfg)
-    mean = _mm(k_star.T, params["alpha"])
-    v = _mm(params["chol_inv"], k_star)
-    var = jnp.maximum(amp - jnp.sum(v * v, axis=0), 0.0)
-    return mean * params["y_scale"] + params["y_mean"], jnp.sqrt(var) * params["y_scale"]
+    return posterior_from_cross(params, k_star, amp)
 
 
 def gp_posterior_sample(key: jax.Array, params: dict, x_new: jax.Array, cfg: GPConfig) -> jax.Array:

@@ -26,6 +26,8 @@ CHEAP = {
         "design": "3,3,4,1,3,1;0,1,2,3,4,0;4,4,4,4,4,4;1,1,1,1,1,1",
         "num_design": 4,
     },
+    "nasbot": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20, "mutations_per_generation": 10},
+    "alphax": {"num_rollouts": 2, "num_layers": 1, "width": 16, "train_steps": 1, "min_train": 3},
 }
 
 

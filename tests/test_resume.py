@@ -39,7 +39,7 @@ for mode, workdir in zip(sys.argv[2::2], sys.argv[3::2]):  # one process may run
 # its gradient program is a third of this group's compile time: left out here (tests/test_searchers.py runs it)
 RESUME_OPTIONS = {"tnas": {"finetune_steps": 0}}
 # the registry split in groups of similar cost, so parallel test workers share the work
-HEAVY = (("tnas",), ("bananas", "gp_bo"), ("reacts", "remaade"))
+HEAVY = (("tnas",), ("bananas", "gp_bo"), ("reacts", "remaade"), ("nasbot",))
 GROUPS = len(HEAVY) + 1
 
 

@@ -93,6 +93,20 @@ def one_of(options, name: str, choices) -> None:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}.{did_you_mean(value, choices)}")
 
 
+def feature_kind(space: Space, requested: str, preferred: tuple[str, ...]) -> str:
+    """The encoding a searcher reads: ``requested``, or for ``"auto"`` the first of ``preferred`` (then
+    ``"onehot"``) that ``space`` provides; ``ValueError`` naming the space's kinds otherwise."""
+    kinds = tuple(getattr(space, "feature_kinds", ("onehot",)))
+    if requested == "auto":
+        requested = next(k for k in tuple(preferred) + ("onehot",) if k in kinds)
+    if requested not in kinds:
+        raise ValueError(
+            f"encoding {requested!r} is not a feature kind of space {space.name!r} (it has {list(kinds)}); "
+            "pass one of those, or 'auto'"
+        )
+    return requested
+
+
 _PLAIN = {"int": int, "float": float, "bool": bool, "str": str}
 
 

@@ -1,6 +1,7 @@
 """Built-in searchers; importing this package registers them all."""
 
 from nas.searchers import (  # noqa: F401
+    alphax,
     asha,
     bananas,
     bohb,
@@ -8,6 +9,7 @@ from nas.searchers import (  # noqa: F401
     local_search,
     mcts,
     mf_bananas,
+    nasbot,
     random_search,
     reacts,
     regularized_evolution,

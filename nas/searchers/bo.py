@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import Seen, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, one_of, positive
+from nas.core.searcher import Searcher, SearcherOptions, feature_kind, one_of, positive
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
@@ -96,12 +96,8 @@ class BOOptions(SearcherOptions):
 
     def check(self):
         super().check()
-        positive(self, "num_init", "num_candidates", "patience", "num_random", "num_parents", "gp_steps")
-        positive(self, "bucket_multiple")
-        if self.num_init % self.batch_size:
-            raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
-        if self.num_init >= self.max_queries:
-            raise ValueError(f"num_init ({self.num_init}) must be below max_queries ({self.max_queries})")
+        positive(self, "num_candidates", "patience", "num_random", "num_parents", "gp_steps")
+        check_initial_design(self)
         if self.max_edits < 1:
             raise ValueError(f"max_edits must be >= 1 (edits per mutation candidate), got {self.max_edits}")
         one_of(self, "acquisition", ACQUISITIONS)
@@ -109,18 +105,14 @@ class BOOptions(SearcherOptions):
         one_of(self, "kernel", KERNELS)
 
 
-def resolve_encoding(space, encoding: str, preferred: tuple[str, ...]) -> str:
-    """``encoding``, or for ``"auto"`` the first of ``preferred`` (then one-hot) the space offers; a
-    ``ValueError`` naming the space's kinds when it offers no such encoding."""
-    kinds = tuple(getattr(space, "feature_kinds", ("onehot",)))
-    if encoding == "auto":
-        encoding = next(k for k in preferred + ("onehot",) if k in kinds)
-    if encoding not in kinds:
-        raise ValueError(
-            f"encoding {encoding!r} is not a feature kind of space {space.name!r} (it has {list(kinds)}); "
-            "pass one of those, or 'auto'"
-        )
-    return encoding
+def check_initial_design(options) -> None:
+    """``ValueError`` unless ``num_init`` random strings fill whole batches below the budget (the padded
+    buckets' step schedule needs it)."""
+    positive(options, "num_init", "bucket_multiple")
+    if options.num_init % options.batch_size:
+        raise ValueError(f"num_init ({options.num_init}) must be a multiple of batch_size ({options.batch_size})")
+    if options.num_init >= options.max_queries:
+        raise ValueError(f"num_init ({options.num_init}) must be below max_queries ({options.max_queries})")
 
 
 class BOSearcher(Searcher):
@@ -130,7 +122,7 @@ class BOSearcher(Searcher):
     PREFERRED_ENCODINGS = ("path", "onehot")
 
     def setup(self):
-        self.encoding = resolve_encoding(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
+        self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)
         o = self.options
         self.gp = GPConfig(kernel=o.kernel, fit_steps=o.gp_steps, learning_rate=o.gp_learning_rate)
 

@@ -51,13 +51,17 @@ def feature_hash(feats: jax.Array) -> jax.Array:
     return jax.lax.bitcast_convert_type(h ^ (h >> 12), jnp.int32)
 
 
-def mutate_edits(space, key: jax.Array, tokens: jax.Array, max_edits: int) -> jax.Array:
-    """``space.mutate`` applied ``e`` times, ``e`` uniform in ``1..max_edits`` (may undo itself: such
-    candidates equal a queried parent and are dropped)."""
+def mutate_edits(space, key: jax.Array, tokens: jax.Array, max_edits: int, edit_probs=None) -> jax.Array:
+    """``space.mutate`` applied ``e`` times, ``e`` uniform in ``1..max_edits`` or drawn with ``edit_probs``
+    (probabilities of 1, 2, ... edits; ``max_edits = len(edit_probs)``). May undo itself: such candidates
+    equal a queried parent and are dropped."""
     if max_edits == 1:
         return space.mutate(key, tokens)
     k_num, k_edit = jax.random.split(key)
-    num = jax.random.randint(k_num, (), 1, max_edits + 1)
+    if edit_probs is None:
+        num = jax.random.randint(k_num, (), 1, max_edits + 1)
+    else:
+        num = 1 + jax.random.categorical(k_num, jnp.log(jnp.asarray(edit_probs, jnp.float32)))
 
     def edit(i, t):
         return jnp.where(i < num, space.mutate(jax.random.fold_in(k_edit, i), t), t)

@@ -80,6 +80,14 @@ def uct_values(state: MCTSState, node: jax.Array, exploration: float, minmax: bo
     return jnp.where(n > 0, mean + bonus, -jnp.inf)
 
 
+def allowed_values(space, tokens: jax.Array, assigned: jax.Array, i) -> jax.Array:
+    """bool[D]: the values decision ``i`` may take given the ``assigned`` tokens (``space.step_mask``; every
+    value of the token if the mask allows none)."""
+    vmask = jnp.asarray(space.value_mask)[i]
+    allowed = vmask & space.step_mask(tokens, assigned, i)
+    return jnp.where(jnp.any(allowed), allowed, vmask)
+
+
 @register("mcts")
 class MCTS(Searcher):
     """UCT over the decisions of a string, in token order (module docstring)."""
@@ -104,22 +112,24 @@ class MCTS(Searcher):
             seen=seen_init(self.num_steps * self.batch_size),
         )
 
+    def uct_exploration(self) -> float:
+        """The constant of the UCT bonus ``c sqrt(2 ln n_parent / n_child)``."""
+        return self.options.exploration
+
     def simulate(self, key, state) -> tuple[jax.Array, jax.Array]:
         """One selection + expansion + rollout: (tokens int32[N], tree part length)."""
         sp, n = self.space, self.space.num_tokens
-        vmask = jnp.asarray(sp.value_mask)
         minmax = self.options.reward_scale == "minmax"
 
         def step(carry, i):
             node, in_tree, tokens, assigned, length, k = carry
             k, k_pick = jax.random.split(k)
             act = sp.active(tokens)[i]
-            allowed = vmask[i] & sp.step_mask(tokens, assigned, i)
-            allowed = jnp.where(jnp.any(allowed), allowed, vmask[i])
+            allowed = allowed_values(sp, tokens, assigned, i)
             ch = state.children[node]
             unvisited = allowed & ((ch < 0) | (state.visits[jnp.maximum(ch, 0)] == 0))
             expand = in_tree & jnp.any(unvisited)
-            uct = jnp.where(allowed, uct_values(state, node, self.options.exploration, minmax), -jnp.inf)
+            uct = jnp.where(allowed, uct_values(state, node, self.uct_exploration(), minmax), -jnp.inf)
             rand = jax.random.categorical(k_pick, jnp.where(jnp.where(expand, unvisited, allowed), 0.0, -jnp.inf))
             v = jnp.where(in_tree & ~expand, jnp.argmax(uct), rand).astype(jnp.int32)
             tokens = jnp.where(act, tokens.at[i].set(v), tokens)
@@ -164,18 +174,27 @@ class MCTS(Searcher):
         (state, _, _), _ = jax.lax.scan(step, (state, jnp.int32(0), jnp.int32(0)), jnp.arange(self.space.num_tokens))
         return state
 
-    def tell(self, key, tokens, scores, state):
-        del key
+    def rewards(self, scores: jax.Array, state: MCTSState) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(reward of each told score, lowest and highest finite score so far): a failed evaluation is
+        backed up as the lowest finite score seen (0 before any)."""
         scores = scores.astype(jnp.float32)
         finite = jnp.isfinite(scores)
         lo = jnp.minimum(state.lo, jnp.min(jnp.where(finite, scores, jnp.inf)))
         hi = jnp.maximum(state.hi, jnp.max(jnp.where(finite, scores, -jnp.inf)))
-        rewards = jnp.where(finite, scores, jnp.where(jnp.isfinite(lo), lo, 0.0))
+        return jnp.where(finite, scores, jnp.where(jnp.isfinite(lo), lo, 0.0)), lo, hi
+
+    def backup_batch(self, state, tokens, rewards, lo, hi):
+        """Backs up each told string's reward along its path (``backup``); records the range and the ids."""
 
         def one(st, x):
             tok, length, r = x
             return self.backup(st, tok, length, r), None
 
         state, _ = jax.lax.scan(one, state, (tokens.astype(jnp.int32), state.tree_len, rewards))
-        state = state.replace(lo=lo, hi=hi, seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)))
+        return state.replace(lo=lo, hi=hi, seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)))
+
+    def tell(self, key, tokens, scores, state):
+        del key
+        rewards, lo, hi = self.rewards(scores, state)
+        state = self.backup_batch(state, tokens, rewards, lo, hi)
         return state, {"tree_nodes": state.num_nodes.astype(jnp.float32), "root_visits": state.visits[0]}

@@ -35,10 +35,9 @@ import numpy as np
 from flax import struct
 
 from nas.core.dedup import seen_contains, seen_insert
-from nas.core.searcher import one_of, positive, register
+from nas.core.searcher import feature_kind, one_of, positive, register
 from nas.searchers import brackets as bk
 from nas.searchers.bananas import ensemble_config
-from nas.searchers.bo import resolve_encoding
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing
 from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe, run_if
 from nas.searchers.successive_halving import BracketOptions, BracketSearcher
@@ -110,7 +109,7 @@ class MFBananas(BracketSearcher):
 
     def setup(self):
         super().setup()
-        self.encoding = resolve_encoding(self.space, self.options.encoding, ("path", "onehot"))
+        self.encoding = feature_kind(self.space, self.options.encoding, ("path", "onehot"))
         self.mlp = ensemble_config(self.options)
         b = self.budgets
         span = math.log(b[-1] / b[0]) if len(b) > 1 else 1.0

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.searcher import Searcher, SearcherOptions, feature_kind, positive, register
 from surrogates.ridge import fit_ridge, predict_ridge
 
 
@@ -69,13 +69,7 @@ class SMBOLinear(Searcher):
     splits_over_devices = True  # no LAPACK call (surrogates.ridge)
 
     def setup(self):
-        kinds = tuple(getattr(self.space, "feature_kinds", ("onehot",)))
-        enc = self.options.encoding
-        if enc == "auto":
-            enc = "hashed" if "hashed" in kinds else "onehot"
-        if enc not in kinds:
-            raise ValueError(f"encoding {enc!r} is not a feature kind of space {self.space.name!r}: {list(kinds)}")
-        self.encoding = enc
+        self.encoding = feature_kind(self.space, self.options.encoding, ("hashed",))
 
     @property
     def capacity(self) -> int:

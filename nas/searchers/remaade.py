@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 
 from nas.core.searcher import register
@@ -59,11 +58,4 @@ class ReMAADE(PolicySearcher):
         adv = weight * (f - b)
         orders = state.orders[state.order_idx]
         state, loss, ent = self.optimize(state.replace(baseline=b), tokens, orders, adv, weight, per_token=False)
-        metrics = {
-            "reward_mean": batch_mean,
-            "baseline": b,
-            "loss": loss,
-            "entropy": ent,
-            "fresh_frac": jnp.mean(weight),
-        }
-        return state, jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)
+        return state, self.step_metrics(state, batch_mean, loss, ent, weight)

@@ -18,14 +18,11 @@ import os
 import numpy as np
 from absl import app, flags
 
-_WORKDIR = flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
-_REFERENCE = flags.DEFINE_string("reference", "", "The label the others are compared with.")
-_AT = flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")
 
-
-def reported_curves(workdir: str) -> tuple[dict, str, dict[str, np.ndarray]]:
-    """The saved config, the metric's name and ``{label: f64[T, Q]}``: each finished searcher's reported
-    metric of the incumbent after every query (the reports' protocol, ``nas.experiment.report``)."""
+def reported_curves(workdir: str) -> tuple[dict, object, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The saved config, the benchmark, ``{label: f64[T, Q]}`` (each finished searcher's reported metric of
+    the incumbent after every query: the reports' protocol, ``nas.experiment.report``) and ``{label:
+    f32[T, Q]}`` (the scores the searcher was told)."""
     from nas.engine.incumbent import incumbent_scores
     from nas.experiment.config import build_benchmark
     from nas.experiment.workdir import Workdir
@@ -35,12 +32,13 @@ def reported_curves(workdir: str) -> tuple[dict, str, dict[str, np.ndarray]]:
     if config is None:
         raise SystemExit(f"{workdir} holds no config.json: not a scripts.train workdir")
     bench = build_benchmark(config)
-    curves = {}
+    curves, scores = {}, {}
     for label in config["searchers"]:
         if os.path.exists(wd.history_path(label)):
             h = wd.load_history(label)
             curves[label] = np.asarray(bench.report(incumbent_scores(h["score"], h["report_score"])), np.float64)
-    return config, bench.report_name, curves
+            scores[label] = h["score"]
+    return config, bench, curves, scores
 
 
 def mean_se(x: np.ndarray) -> tuple[float, float]:
@@ -66,13 +64,17 @@ def paired_table(curves: dict[str, np.ndarray], reference: str, q: int, metric: 
 
 def main(argv):
     del argv
-    config, metric, curves = reported_curves(_WORKDIR.value)
-    if _REFERENCE.value not in curves:
-        raise SystemExit(f"--reference={_REFERENCE.value!r}: finished searchers are {sorted(curves)}")
-    print(f"{config['benchmark']}, {_WORKDIR.value}: {json.dumps({k: config[k] for k in ('seed', 'max_queries')})}")
-    for q in [int(a) for a in _AT.value] or [int(config["max_queries"])]:
-        print(f"\n{paired_table(curves, _REFERENCE.value, q, metric)}")
+    f = flags.FLAGS
+    config, bench, curves, _ = reported_curves(f.workdir)
+    if f.reference not in curves:
+        raise SystemExit(f"--reference={f.reference!r}: finished searchers are {sorted(curves)}")
+    print(f"{config['benchmark']}, {f.workdir}: {json.dumps({k: config[k] for k in ('seed', 'max_queries')})}")
+    for q in [int(a) for a in f.at] or [int(config["max_queries"])]:
+        print(f"\n{paired_table(curves, f.reference, q, bench.report_name)}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # flags defined here: scripts.remaade_long_figures imports this module's functions
+    flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
+    flags.DEFINE_string("reference", "", "The label the others are compared with.")
+    flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")
     app.run(main)

@@ -116,6 +116,8 @@ def pg_objective(logp, logp_old, adv, weight, ppo: bool, clip_eps: float, ppo_ob
 
 
 def ema_baseline(b, num_updates, batch_mean, decay: float):
+    """Eq. 1's b: ``decay b + (1 - decay) batch_mean``, the first batch's mean at the first update
+    (``decay = 0``: the batch mean)."""
     return jnp.where(num_updates == 0, batch_mean, decay * b + (1.0 - decay) * batch_mean)
 
 

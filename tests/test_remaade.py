@@ -87,6 +87,18 @@ def test_literal_eq11_equals_schulman_where_the_advantage_is_positive():
     np.testing.assert_allclose(float(one), float(jnp.mean(adv)), rtol=1e-6)
 
 
+def test_a_string_outside_the_gradient_cannot_make_it_nan():
+    """A fallback string (weight 0) whose log-probability rose by 200 nats over the PPO epochs (exp overflows):
+    the value and the gradient stay those of the weighted strings."""
+    logp, old = jnp.asarray([-1.0, -40.0]), jnp.asarray([-1.0, -240.0])
+    adv, weight = jnp.asarray([2.0, 0.0]), jnp.asarray([1.0, 0.0])
+    for form in ("schulman", "literal"):
+        f = lambda lp, form=form: pg_objective(lp, old, adv, weight, True, 0.1, form)  # noqa: E731
+        value, grad = jax.value_and_grad(f)(logp)
+        np.testing.assert_allclose(float(value), 2.0)
+        np.testing.assert_allclose(np.asarray(grad), [2.0, 0.0])
+
+
 def _perturbed_state(s, seed=0):
     """A ReMAADE state whose policy is not uniform (the heads start at zero), three orders in Z_S."""
     state = s.init(jax.random.PRNGKey(seed))

@@ -107,7 +107,11 @@ def pg_objective(logp, logp_old, adv, weight, ppo: bool, clip_eps: float, ppo_ob
     """
     if ppo:
         surrogate = literal_surrogate if ppo_objective == "literal" else clipped_surrogate
-        obj = surrogate(jnp.exp(logp - logp_old), adv, clip_eps)
+        # A string outside the gradient (weight 0: a fallback string, often improbable under the policy) can
+        # gain so much log-probability over the epochs that exp overflows; 0 * inf would make the value and
+        # the gradient NaN, so its ratio is pinned at 1 (its advantage is 0 anyway).
+        on = (weight > 0).reshape(weight.shape + (1,) * (logp.ndim - 1))
+        obj = surrogate(jnp.exp(jnp.where(on, logp - logp_old, 0.0)), adv, clip_eps)
     else:
         obj = logp * adv
     if obj.ndim == 2:

@@ -17,12 +17,12 @@ policy (as ReMAADE, see ``policy_gradient``), queries them, then
    10 x 20 ReLU, Adam 0.01, MAE), on the space's path encoding where it has
    one (NAS-Bench-101/201, as BANANAS) and one-hot otherwise;
    ``sim_epochs = 150`` as in BANANAS' NAS experiments; the ensemble mean is
-   the prediction. The paper does not say how the simulator is retrained:
-   by default (``sim_warm_epochs = 30``) each step continues from the previous
-   step's simulator for 30 epochs (a full fit at the first step), about 3x
-   cheaper than a fit from scratch every step (``sim_warm_epochs = 0``) and as
-   good (500 seeds on NB201 cifar10: mean best validation accuracy 91.411 vs
-   91.400; docs/results.md, "Speed" under policy-gradient search).
+   the prediction. Algorithm 2, line 6 computes ``phi^t`` at every step (a
+   fit from scratch, ``sim_warm_epochs = 0``); by default
+   (``sim_warm_epochs = 30``) each step continues from the previous step's
+   simulator for 30 epochs (a full fit at the first step), about 3x cheaper
+   and as good (500 seeds on NB201 cifar10: mean best validation accuracy
+   91.411 vs 91.400; docs/results.md, "Speed" under policy-gradient search).
 2. estimates, for each sampled string ``a^k`` and each step ``i`` of its order,
    the value of the prefix ``a^k_<i`` by ``L = rollouts`` completions sampled
    from the policy and scored by ``S_phi`` (eq. 16; completions are valid
@@ -31,7 +31,9 @@ policy (as ReMAADE, see ``policy_gradient``), queries them, then
    ``(1/B) sum_k sum_i grad log P(a^k_i | a^k_<i) [f(a^k) - V(a^k_<i)]``
    (Algorithm 3), with Adam; with ``ppo=True`` (default) it maximizes the
    per-token clipped PPO surrogate of these per-step advantages for
-   ``ppo_epochs`` steps ("ReACTS w/o PPO" is ``ppo=False``: one step of eq. 17).
+   ``ppo_epochs`` steps (the paper defines no PPO for eq. 17; Algorithm 3,
+   line 8 takes one gradient step of eq. 17, which is ``ppo=False``, "ReACTS
+   w/o PPO", and which ``ppo_epochs=1`` equals: the ratios are 1 there).
 
 Fallback strings (uniform samples once the policy has converged) are queried
 and enter the simulator's data, but not the policy gradient.
@@ -146,6 +148,19 @@ class ReACTS(PolicySearcher):
         cur = jax.lax.dynamic_index_in_dim(lp, t, axis=0, keepdims=False)
         return (t + 1) * jnp.exp(cur - jax.nn.logsumexp(lp, axis=0)), lm
 
+    def fit_simulator(self, key, x, scores, mask, weights, previous, t):
+        """Algorithm 2, line 6: ``S_phi`` fitted to the rows of ``mask`` with the weights of eq. 20.
+
+        ``sim_warm_epochs = 0``: a fit from scratch at every step (``previous`` is ignored; the text's
+        "compute phi^t"); else ``previous`` (step ``t - 1``'s simulator) is trained for
+        ``sim_warm_epochs`` more epochs, and step 0 is a full fit from its initialization.
+        """
+        warm = min(self.options.sim_warm_epochs, self.sim_cfg.epochs)
+        if not warm:
+            return fit_ensemble(key, x, scores, mask, self.sim_cfg, weights=weights)
+        epochs = jnp.where(t == 0, self.sim_cfg.epochs, warm)
+        return fit_ensemble(key, x, scores, mask, self.sim_cfg, weights, previous, epochs)
+
     def simulate(self, sim, tokens):
         x = jax.vmap(lambda a: self.space.features(a, self.features))(tokens)
         return jnp.mean(predict_ensemble(sim, x, self.sim_cfg), axis=0)
@@ -186,11 +201,7 @@ class ReACTS(PolicySearcher):
         )
         w_shift = jnp.where(mask, w_shift, 0.0)
         x = jax.vmap(lambda a: self.space.features(a, self.features))(buf_tokens)
-        if self.options.sim_warm_epochs:  # continue from the last step's simulator (first step: a full fit)
-            epochs = jnp.where(t == 0, self.sim_cfg.epochs, min(self.options.sim_warm_epochs, self.sim_cfg.epochs))
-            sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, w_shift, ex["sim"], epochs)
-        else:
-            sim = fit_ensemble(k_fit, x, buf_scores, mask, self.sim_cfg, weights=w_shift)
+        sim = self.fit_simulator(k_fit, x, buf_scores, mask, w_shift, ex.get("sim"), t)
         pred = self.simulate(sim, buf_tokens)
         sim_mae = jnp.sum(jnp.where(mask, jnp.abs(pred - jnp.where(mask, buf_scores, 0.0)), 0.0)) / jnp.maximum(
             jnp.sum(mask), 1
@@ -211,13 +222,6 @@ class ReACTS(PolicySearcher):
             baseline=jnp.sum(weight * values[jnp.arange(b), orders[:, 0]]) / jnp.maximum(jnp.sum(weight), 1.0),
         )
         state, loss, ent = self.optimize(state, tokens, orders, adv, weight, per_token=True)
-        metrics = {
-            "reward_mean": batch_mean,
-            "baseline": state.baseline,
-            "loss": loss,
-            "entropy": ent,
-            "fresh_frac": jnp.mean(weight),
-            "sim_mae": sim_mae,
-            "shift_weight_max": jnp.max(w_shift),
-        }
-        return state, jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)
+        return state, self.step_metrics(
+            state, batch_mean, loss, ent, weight, sim_mae=sim_mae, shift_weight_max=jnp.max(w_shift)
+        )

@@ -8,7 +8,11 @@ the PPO objective (eqs. 11-13, 23-24; ``ppo=True``) or REINFORCE (eq. 2;
 baseline, the PPO epochs, deduplication and the converged-policy fallback).
 
 Paper defaults: ``learning_rate = 1e-2``, ``d = 36``, ``num_blocks`` (M) ``= 1``,
-``num_orders`` (S) ``= 1``, ``batch_size`` (B) ``= 30``, ``clip_eps = 0.1``.
+``num_orders`` (S) ``= 1``, ``batch_size`` (B) ``= 30``, ``clip_eps = 0.1``. The
+library's update differs from the text's in two options (docs/fidelity.md):
+``ppo_epochs = 4`` (the text: one update per batch, ``ppo_epochs=1``) and
+Schulman's clipped objective (the text's eq. 11: ``ppo_objective="literal"``);
+``configs/paper/remaade.py`` runs the text's version.
 
 The ablation of Table IV are configurations of this one searcher:
 
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 
 from nas.core.searcher import register
@@ -35,7 +38,8 @@ from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions, e
 @dataclasses.dataclass(frozen=True)
 class ReMAADEOptions(PolicySearchOptions):
     """Attributes (and those of ``PolicySearchOptions``):
-    baseline_decay: decay of the moving-average baseline (0 = the batch's mean reward).
+    baseline_decay: decay of the moving-average baseline b of eq. 1 (0 = the batch's mean reward;
+      the paper: "a baseline function").
     """
 
     baseline_decay: float = 0.0
@@ -59,11 +63,4 @@ class ReMAADE(PolicySearcher):
         adv = weight * (f - b)
         orders = state.orders[state.order_idx]
         state, loss, ent = self.optimize(state.replace(baseline=b), tokens, orders, adv, weight, per_token=False)
-        metrics = {
-            "reward_mean": batch_mean,
-            "baseline": b,
-            "loss": loss,
-            "entropy": ent,
-            "fresh_frac": jnp.mean(weight),
-        }
-        return state, jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)
+        return state, self.step_metrics(state, batch_mean, loss, ent, weight)

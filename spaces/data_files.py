@@ -44,7 +44,7 @@ PROBLEMS = (
     (FileNotFoundError, lambda e: "file not found"),
     (IsADirectoryError, lambda e: "is a directory, not a file"),
     (json.JSONDecodeError, lambda e: f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}: cut short?)"),
-    (UnicodeDecodeError, lambda e: "not UTF-8 text (a binary or differently encoded file)"),
+    (UnicodeDecodeError, lambda e: "not a UTF-8 CSV/JSON/text file (a binary or differently encoded file)"),
     (EOFError, lambda e: "ends early (empty or cut short)"),
     (zipfile.BadZipFile, lambda e: f"not a readable .npz archive ({e}: cut short or another format)"),
     (KeyError, lambda e: f"lacks the field {e.args[0]!r}" if e.args else "lacks a field"),
@@ -58,7 +58,8 @@ def problem(e: BaseException) -> str:
         if isinstance(e, kind):
             return words(e)
     text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text if len(text) <= 160 else text[:157] + '...'}"
+    text = text if len(text) <= 160 else text[:157] + "..."
+    return text if type(e) in (ValueError, TypeError) else f"{type(e).__name__}: {text}"  # a parse error's own words
 
 
 @contextlib.contextmanager

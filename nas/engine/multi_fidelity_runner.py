@@ -162,8 +162,10 @@ def fill_workers(
     )
     jobs = wk.job.replace(fidelity=jnp.where(new, wk.job.fidelity, -1))  # old rows: fidelity -1 (cheap, masked)
     res = _query(objective, k_query, jobs, searcher.num_fidelities)
-    full = jnp.asarray(searcher.budgets, jnp.float32)[jnp.clip(wk.job.fidelity, 0, searcher.num_fidelities - 1)]
-    cost = res["cost"] * wk.resource / full  # a continued training takes its part of the time
+    cost = res["cost"]
+    if continues:  # a continued training takes its part of the time
+        full = jnp.asarray(searcher.budgets, jnp.float32)[jnp.clip(wk.job.fidelity, 0, searcher.num_fidelities - 1)]
+        cost = cost * wk.resource / full
     wk = wk.replace(
         finish=jnp.where(new, state.clock + cost, wk.finish),
         valid=jnp.where(new, res["valid"], wk.valid),

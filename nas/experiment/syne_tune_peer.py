@@ -174,9 +174,11 @@ class SyneTuneRun:
         k = jax.random.fold_in(self.key, QUERY_FOLD if self.continues else trial)
         toks = jnp.asarray(np.tile(np.asarray(tokens, np.int32), (f, 1)))
         res = jax.tree.map(np.asarray, self.query(k, toks, jnp.arange(f, dtype=jnp.int32)))
-        cost = res["cost"].astype(np.float64) * self.charge / np.asarray(self.budgets)
+        cost = res["cost"]  # f32, as the engine computes it
+        if self.continues:  # a continued training takes its part of the time
+            cost = cost * self.charge.astype(np.float32) / np.asarray(self.budgets, np.float32)
         valid = np.where(np.isnan(res["valid"]), -np.inf, res["valid"]).astype(np.float64)
-        return np.stack([valid, res["test"], cost, np.cumsum(cost)], axis=1)
+        return np.stack([valid, res["test"], cost, np.cumsum(cost, dtype=np.float64)], axis=1)
 
     def scheduler(self, seed: int):
         from syne_tune.optimizer.baselines import ASHA

@@ -301,12 +301,13 @@ class HPOSpace(Space):
 
 
 # -- the MLP space of Section VIII ------------------------------------------------------------------------
-def mlp_space() -> HPOSpace:
+def mlp_space(max_iter: bool = True) -> HPOSpace:
     """The 10 hyperparameters of the MLP regressor tuned in "Hyperparameter optimization with REINFORCE and
     Transformers", Section VIII (the paper names learning rate, L1 and L2 penalties, hidden layer size, number
     of iterations and activation; the rest follow scikit-learn's ``MLPRegressor``). Grids: see ``describe()``
-    and docs/hpo.md."""
-    return HPOSpace(
+    and docs/hpo.md. ``max_iter=False`` leaves the number of iterations out (the 9 others, space
+    ``mlp_without_max_iter``): where iterations are the fidelity, the searcher chooses them as budgets."""
+    space = HPOSpace(
         "mlp",
         [
             categorical(
@@ -350,3 +351,6 @@ def mlp_space() -> HPOSpace:
             ),
         ],
     )  # fmt: skip
+    if max_iter:
+        return space
+    return HPOSpace("mlp_without_max_iter", [h for h in space.hyperparameters if h.name != "max_iter"])

@@ -118,7 +118,7 @@ def test_diabetes_splits_and_options():
     assert a.x_train.shape == (318, 10) and a.x_valid.shape == (80, 10) and a.x_test.shape == (44, 10)
     assert not np.array_equal(a.y_test, b.y_test)
     np.testing.assert_allclose(a.x_train.mean(0), 0.0, atol=1e-5)
-    assert set(benchmark_options("mlp/boston")) == {"split", "data_path", "valid_fraction"}
+    assert set(benchmark_options("mlp/boston")) == {"split", "data_path", "valid_fraction", "fidelities"}
     with pytest.raises(ValueError, match="no data_path"):
         make_benchmark("mlp/diabetes", data_path="/tmp")
 

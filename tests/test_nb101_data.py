@@ -28,6 +28,7 @@ from spaces.benchmarks.nb101_tfrecord import (
     make_record,
     write_tfrecord,
 )
+from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError
 from tests.conftest import shared_file
 
@@ -259,3 +260,29 @@ def test_conversion_checks_repeats_hashes_and_cells(data1k, tmp_path):
     with pytest.raises(ValueError, match="record 0: cell is not a valid NAS-Bench-101 cell"):
         nb101_data.convert(str(path), str(tmp_path / "c.npz"))
     assert not list(tmp_path.glob("tmp*.npz"))  # no half-written cache left behind
+
+
+def test_four_budgets_of_the_full_file_are_fidelities(full_file, data1k, tmp_path):
+    """``nasbench_full``-style records (4/12/36/108 epochs, 3 repeats each): with ``fidelities`` every budget is a
+    level with its own repeats, mean test accuracy and recorded training time; an only-108 file has one budget."""
+    path, expect = full_file
+    cache = nb101_data.convert(str(path), str(tmp_path / "c.npz"))
+    table = make_benchmark("nb101", data_path=cache, fidelities=EPOCHS)
+    assert table.name == "nb101" and table.fidelities == tuple(map(float, EPOCHS)) and not table.continues
+    tokens = np.stack([S.from_spec({"matrix": data1k["adjacency"][i], "ops": data1k["operations"][i]})
+                       for i in range(N_CELLS)])  # fmt: skip
+    query = jax.jit(lambda b, k, t, f: b.query(k, t, f))
+    for f, e in enumerate(EPOCHS):
+        single = nb101_data.load(cache, epochs=e)  # each level is the one-budget table of its epochs
+        for name in ("valid", "test", "cost", "row_ids"):
+            np.testing.assert_array_equal(np.asarray(getattr(table.level(f), name)), np.asarray(getattr(single, name)))
+        res = query(table, jax.random.PRNGKey(0), tokens, np.full(N_CELLS, f))
+        runs = np.asarray([expect[(i, e)] for i in range(N_CELLS)])  # [cell, repeat, (valid, test, time)]
+        np.testing.assert_allclose(np.asarray(res["valid"]), runs[:, :, 0].mean(1) * 100, rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(res["test"]), runs[:, :, 1].mean(1) * 100, rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(res["cost"]), runs[:, :, 2].mean(1), rtol=1e-5)
+    assert nb101_data.load(str(path), fidelities=(12, 108)).fidelities == (12.0, 108.0)  # the TFRecord's cache
+    only108 = tmp_path / "only108.tfrecord"
+    write_tfrecord(str(only108), fixture_rows(data1k, n=2, epochs=(108,))[0])
+    with pytest.raises(DataError, match=r"has epochs \[108\], not \[4, 12, 36\]"):
+        nb101_data.load(str(only108), fidelities=EPOCHS)

@@ -7,6 +7,7 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     protocol      "mean" | "random" (tables with seeds; ignored by objectives without)
     test_data     optional file of test scores (NB201's test CSV)
     data_path     optional data file (NB-101's TFRecord, UCI folders, ...)
+    fidelity_data optional file of low-fidelity scores (NB201's 12-epoch table)
     benchmark_options  optional dict of further loader options (e.g. the MLP objective's ``split``)
     num_trials    seeds per searcher
     max_queries   the query budget of every trial
@@ -41,13 +42,14 @@ from spaces.names import unknown
 
 REQUIRED = ("benchmark", "protocol", "num_trials", "max_queries", "seed", "searchers")
 # config fields -> benchmark loader options
-BENCH_OPTIONS = {"test_data": "test_csv", "data_path": "data_path"}
+BENCH_OPTIONS = {"test_data": "test_csv", "data_path": "data_path", "fidelity_data": "fidelity_data"}
 # fields that change what a run computes: a rerun in the same workdir must agree on them
 RUN_FIELDS = (
     "benchmark",
     "protocol",
     "test_data",
     "data_path",
+    "fidelity_data",
     "benchmark_options",
     "num_trials",
     "max_queries",

@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from nas.experiment import report as rep
-from nas.experiment.config import RUN_FIELDS, ConfigError, to_dict
+from nas.experiment.config import BENCH_OPTIONS, RUN_FIELDS, ConfigError, to_dict
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
@@ -105,7 +105,12 @@ class Workdir:
         if old is None:
             return
         new = json.loads(json.dumps(rep.clean(to_dict(config))))
-        diffs = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in RUN_FIELDS if old.get(k) != new.get(k)]
+
+        def value(cfg, k):  # a data-file field a config predates is unset, as ""
+            v = cfg.get(k)
+            return "" if v is None and k in BENCH_OPTIONS else v
+
+        diffs = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in RUN_FIELDS if value(old, k) != value(new, k)]
         for label, entry in new["searchers"].items():
             if label in old.get("searchers", {}) and old["searchers"][label] != entry:
                 diffs.append(f"searchers.{label}: {old['searchers'][label]} -> {entry}")

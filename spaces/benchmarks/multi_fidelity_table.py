@@ -20,8 +20,11 @@ cost); a table built from one training's learning curve may say ``continues=True
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from spaces.benchmarks.objective import Objective, check_fidelities
@@ -99,3 +102,35 @@ class MultiFidelityTable(Objective):
             k: jnp.select([fidelity == i for i in range(len(self.levels))], [r[k] for r in per_level], fill[k])
             for k in fill
         }
+
+
+# -- how well a lower fidelity ranks what the top one ranks -----------------------------------
+def rank_correlations(a: np.ndarray, b: np.ndarray) -> dict:
+    """Spearman and Kendall (tau-b) of the pairs where both scores are finite; ``n`` pairs, ``left_out`` others."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    from scipy import stats  # scikit-learn's dependency; only the correlation reports need it
+
+    rho = stats.spearmanr(a[ok], b[ok]).statistic
+    tau = stats.kendalltau(a[ok], b[ok]).statistic
+    return {"spearman": float(rho), "kendall": float(tau), "n": int(ok.sum()), "left_out": int((~ok).sum())}
+
+
+def level_scores(level, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """(row ids, seed-mean validation or test score) of one fidelity's table."""
+    score = np.asarray(level.mean_valid() if split == "valid" else level.test)
+    ids = np.asarray(level.row_ids) if level.row_ids.shape[0] else np.arange(level.size)
+    return ids, score
+
+
+def table_pairs(table) -> list[dict]:
+    """Rank correlations of every pair of fidelities of a ``MultiFidelityTable``, matched by string id."""
+    out = []
+    for split in ("valid", "test") if table.has_test else ("valid",):
+        for lo, hi in itertools.combinations(range(len(table.fidelities)), 2):
+            ids_a, a = level_scores(table.level(lo), split)
+            ids_b, b = level_scores(table.level(hi), split)
+            _, ia, ib = np.intersect1d(ids_a, ids_b, return_indices=True)
+            pair = (table.fidelities[lo], table.fidelities[hi])
+            out.append({"split": split, "pair": pair, **rank_correlations(a[ia], b[ib])})
+    return out

@@ -11,8 +11,9 @@ reads them without TensorFlow. The official API reads ``evaluation_data[2]``
 sorted by the canonical code of ``spaces.nb101``: ``code``, ``hash``,
 ``tokens``, ``epochs`` and per (cell, epoch, repeat) ``valid``, ``test``,
 ``train_time`` (accuracies as fractions, NaN where absent), ``params``.
-``load`` builds the ``TabularBenchmark`` (accuracies in %); ``load_data1k``
-the 1,000-cell subset of nasbench-vis (validation only).
+``load`` builds the ``TabularBenchmark`` (accuracies in %) of one budget, or with ``fidelities`` a
+``MultiFidelityTable`` of several; ``load_data1k`` the 1,000-cell subset of nasbench-vis (validation
+only; with ``fidelities`` its 4/12/36/108-epoch runs).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from spaces import nb101
 from spaces.benchmarks.cache import read_cache, source_tag, write_cache
+from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors, numbers, read_json
@@ -228,14 +230,10 @@ def _current(arrays: dict[str, np.ndarray], tag: str) -> bool:
 
 
 # ---- loaders -------------------------------------------------------------------------------------
-def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> TabularBenchmark:
-    """NAS-Bench-101 at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time."""
-    a = load_arrays(data_path)
-    with data_errors(data_path, f"pass the official .tfrecord instead (it is converted again). {DOWNLOAD}"):
-        avail = a["epochs"].tolist()
-        if epochs not in avail:
-            raise DataError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
-        k = avail.index(epochs)
+def _budget_table(a: dict[str, np.ndarray], epochs: int, name: str, protocol: str, path: str) -> TabularBenchmark:
+    """The cells trained at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time."""
+    with data_errors(path, f"pass the official .tfrecord instead (it is converted again). {DOWNLOAD}"):
+        k = a["epochs"].tolist().index(epochs)
         valid = a["valid"][:, k, :]
         has = ~np.all(np.isnan(valid), axis=1)  # cells trained at this budget
         with np.errstate(all="ignore"):
@@ -243,7 +241,7 @@ def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> Tabu
             cost = np.nanmean(a["train_time"][has, k, :], axis=1)
         row_ids = a["code"][has]
     return TabularBenchmark.build(
-        name="nb101" if epochs == 108 else f"nb101/{epochs}ep",
+        name=name,
         space=nb101.SPACE,
         valid=valid[has] * 100.0,
         test=test,
@@ -254,22 +252,62 @@ def load(data_path: str = "", protocol: str = "mean", epochs: int = 108) -> Tabu
     )
 
 
+def _check_budgets(fidelities, avail: list[int], where: str) -> tuple[int, ...]:
+    """``fidelities`` as increasing epoch budgets that ``where`` holds (at least two), or a ``DataError``."""
+    budgets = tuple(int(e) for e in fidelities)
+    if len(budgets) < 2 or any(a >= b for a, b in zip(budgets, budgets[1:])):
+        raise DataError(f"NAS-Bench-101 fidelities must be two or more increasing epoch budgets, got {budgets}")
+    missing = [e for e in budgets if e not in avail]
+    if missing:
+        raise DataError(f"{where} has epochs {avail}, not {missing} (asked fidelities {budgets})")
+    return budgets
+
+
+def load(
+    data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=()
+) -> TabularBenchmark | MultiFidelityTable:
+    """NAS-Bench-101 at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time.
+
+    ``fidelities`` (e.g. ``(4, 12, 36, 108)``, the budgets of ``nasbench_full.tfrecord``): one table per
+    budget, each with its recorded repeats and training times, as a ``MultiFidelityTable`` named ``nb101``
+    (``epochs`` is then unused).
+    """
+    a = load_arrays(data_path)
+    with data_errors(data_path, f"pass the official .tfrecord instead (it is converted again). {DOWNLOAD}"):
+        avail = a["epochs"].tolist()
+    if fidelities:
+        budgets = _check_budgets(fidelities, avail, f"NAS-Bench-101 file {data_path}")
+        levels = [_budget_table(a, e, "nb101", protocol, data_path) for e in budgets]
+        return MultiFidelityTable.stack("nb101", levels, budgets, "epochs")
+    if epochs not in avail:
+        raise DataError(f"NAS-Bench-101 file {data_path} has epochs {avail}, not {epochs}")
+    return _budget_table(a, epochs, "nb101" if epochs == 108 else f"nb101/{epochs}ep", protocol, data_path)
+
+
 DATA1K_SOURCE = "github.com/tiga1231/nasbench-vis (static/data/data-1k.json)"
 DATA1K_FIELDS = ("adjacency", "operations", "108_final_validation_accuracy", "final_training_time")
+DATA1K_EPOCHS = (4, 12, 36, 108)  # one run per budget; its one training time is the 108-epoch run's
 
 
-def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark:
-    """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test."""
+def load_data1k(data_path: str = "", protocol: str = "mean", fidelities=()) -> TabularBenchmark | MultiFidelityTable:
+    """The 1,000 real cells of ``data-1k.json`` (nasbench-vis): 108-epoch validation of one run, no test.
+
+    ``fidelities`` (a subset of ``(4, 12, 36, 108)``): one table per budget, the validation accuracy of that
+    budget's run; the file records one training time (``final_training_time``, the 108-epoch run's), so the
+    cost at ``e`` epochs is derived as ``e / 108`` of it.
+    """
     fix = f"use an intact data-1k.json from {DATA1K_SOURCE}"
     if not data_path:
         raise DataError(f"nb101/data1k needs data_path=<data-1k.json>; the file comes from {DATA1K_SOURCE}")
     path = data_path
     if not os.path.exists(path):
         raise DataError(f"{path} not found: data-1k.json comes from {DATA1K_SOURCE}")
+    budgets = _check_budgets(fidelities, list(DATA1K_EPOCHS), path) if fidelities else (108,)
     d = read_json(path, fix)
     if not isinstance(d, dict):
         raise DataError(f"{path}: expected a JSON object of parallel lists, got a {type(d).__name__}; {fix}")
-    missing = [k for k in DATA1K_FIELDS if k not in d]
+    fields = DATA1K_FIELDS + tuple(f"{e}_final_validation_accuracy" for e in budgets if e != 108)
+    missing = [k for k in fields if k not in d]
     if missing:
         raise DataError(f"{path}: lacks the field(s) {missing}; {fix}")
     cells = d["adjacency"]
@@ -278,8 +316,8 @@ def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark
         raise DataError(f"{path}: adjacency must be a non-empty list of matrices; {fix}")
     if not isinstance(d["operations"], list) or len(d["operations"]) != n:
         raise DataError(f"{path}: operations must be a list of {n} op lists like adjacency (unequal lengths); {fix}")
-    acc_field = "108_final_validation_accuracy"
-    acc = numbers(d[acc_field], acc_field, path, fix, length=n, low=0, high=1)
+    acc = {e: numbers(d[f"{e}_final_validation_accuracy"], f"{e}_final_validation_accuracy", path, fix, length=n,
+                      low=0, high=1) for e in budgets}  # fmt: skip
     seconds = numbers(d["final_training_time"], "final_training_time", path, fix, length=n, low=0)
     tokens = []
     for i, (m, o) in enumerate(zip(cells, d["operations"])):
@@ -289,13 +327,20 @@ def load_data1k(data_path: str = "", protocol: str = "mean") -> TabularBenchmark
     if np.any(codes < 0) or len(np.unique(codes)) != len(codes):
         raise DataError(f"{path}: cells are invalid or repeated; {fix}")
     order = np.argsort(codes)
-    return TabularBenchmark.build(
-        name="nb101/data1k",
-        space=nb101.SPACE,
-        valid=acc.astype(np.float32)[order, None] * 100.0,
-        cost=seconds.astype(np.float32)[order],
-        test=None,
-        row_ids=codes[order],
-        protocol=protocol,
-        report_kind="acc_pct",
-    )
+    time_108 = seconds.astype(np.float32)[order]
+    levels = [
+        TabularBenchmark.build(
+            name="nb101/data1k",
+            space=nb101.SPACE,
+            valid=acc[e].astype(np.float32)[order, None] * 100.0,
+            cost=time_108 if e == 108 else time_108 * np.float32(e / 108),
+            test=None,
+            row_ids=codes[order],
+            protocol=protocol,
+            report_kind="acc_pct",
+        )
+        for e in budgets
+    ]
+    if not fidelities:
+        return levels[0]
+    return MultiFidelityTable.stack("nb101/data1k", levels, budgets, "epochs")

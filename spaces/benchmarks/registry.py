@@ -11,7 +11,9 @@ Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
 ``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
 ``nb101``, ``nb101/data1k`` and the training tasks ``mlp/<diabetes|boston|naval>``
 (``spaces.benchmarks.mlp_training``; options ``split``, ``data_path``,
-``valid_fraction``; no ``protocol``). The NAS-Bench-101 loaders
+``valid_fraction``, ``fidelities``; no ``protocol``). Fidelities (docs/benchmarks.md,
+"Fidelities"): ``nb201/*`` with ``fidelity_data`` (12 and 200 epochs), ``nb101`` and
+``nb101/data1k`` with ``fidelities`` (epochs), ``mlp/*`` with ``fidelities`` (iterations). The NAS-Bench-101 loaders
 (``spaces.benchmarks.nb101_data``) and the MLP-training objective (flax, optax,
 scikit-learn) are imported only when called.
 """
@@ -35,29 +37,32 @@ def register_benchmark(name: str, loader: Callable) -> None:
 
 
 # -- NAS-Bench-101: lazy, so this module never imports spaces.benchmarks.nb101_data -------
-def _load_nb101(*, data_path: str = "", protocol: str = "mean", epochs: int = 108):
-    """Full NAS-Bench-101 from the official tfrecord (or its converted cache)."""
+def _load_nb101(*, data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=()):
+    """Full NAS-Bench-101 from the official tfrecord (or its converted cache); ``fidelities``: epoch budgets."""
     from spaces.benchmarks import nb101_data
 
-    return nb101_data.load(data_path=data_path, protocol=protocol, epochs=epochs)
+    return nb101_data.load(data_path=data_path, protocol=protocol, epochs=epochs, fidelities=fidelities)
 
 
-def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean"):
-    """The 1,000 real NAS-Bench-101 cells of nasbench-vis' data-1k.json (one 108-epoch run, no test split)."""
+def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean", fidelities=()):
+    """The 1,000 real NAS-Bench-101 cells of nasbench-vis' data-1k.json (one run per budget, no test split)."""
     from spaces.benchmarks import nb101_data
 
-    return nb101_data.load_data1k(data_path=data_path, protocol=protocol)
+    return nb101_data.load_data1k(data_path=data_path, protocol=protocol, fidelities=fidelities)
 
 
 # -- MLP training (spaces.benchmarks.mlp_training): lazy, it imports flax, optax and scikit-learn -------
 MLP_DATASETS = ("diabetes", "boston", "naval")
 
 
-def _load_mlp(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2):
-    """One-hidden-layer MLPs trained with the hyperparameters of ``spaces.hpo.mlp_space`` (Section VIII)."""
+def _load_mlp(dataset: str, *, split: int = 0, data_path: str = "", valid_fraction: float = 0.2, fidelities=()):
+    """One-hidden-layer MLPs trained with the hyperparameters of ``spaces.hpo.mlp_space`` (Section VIII);
+    ``fidelities``: training iterations as the fidelity (the space then leaves ``max_iter`` out)."""
     from spaces.benchmarks import mlp_training
 
-    return mlp_training.load(dataset, split=split, data_path=data_path, valid_fraction=valid_fraction)
+    return mlp_training.load(
+        dataset, split=split, data_path=data_path, valid_fraction=valid_fraction, fidelities=fidelities
+    )
 
 
 def _register_builtin() -> None:

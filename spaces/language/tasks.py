@@ -13,7 +13,10 @@ evaluation for one flattened space and one data set:
 ``task.evaluate(tokens[M, N], seeds[M])`` trains the ``M`` architectures (``training.Trainer``:
 grouped by compiled signature, each group vmapped in one program) and returns
 ``{"valid", "test", "cost", "params"}`` (f32[M]), ``-inf`` scores for an invalid string or a
-diverged run.
+diverged run. ``make_task(name, fidelities=(1, 2, 4))`` makes epochs the fidelity:
+``evaluate(tokens, seeds, fidelity, parent)`` trains to ``fidelities[fidelity]`` epochs and a
+promotion continues the kept training of its ``parent`` fidelity (``epoch_training``);
+``nas.host.multi_fidelity`` runs multi-fidelity searchers on it.
 
 **Why host-side and not ``query(key, tokens)`` under jit**: different strings of a language space
 compile to different programs (depth, widths, kernel sizes are array shapes), so the network to
@@ -34,6 +37,7 @@ import numpy as np
 from spaces.benchmarks.objective import Objective
 from spaces.language import flax_modules as fm
 from spaces.language.datasets import Dataset, load
+from spaces.language.epoch_training import EpochTrainer, epoch_budgets
 from spaces.language.flatten import FlatLanguageSpace
 from spaces.language.hyperparameters import D
 from spaces.language.library import siso_optional, siso_repeat, siso_sequential
@@ -100,7 +104,8 @@ TASKS = {
 
 @dataclasses.dataclass(eq=False)
 class LanguageTask(Objective):
-    """A flattened language space, a data set and a trainer (module docstring)."""
+    """A flattened language space, a data set and a trainer (module docstring); with ``fidelities`` (epochs) the
+    trainer is an ``EpochTrainer`` and a promotion continues the lower fidelity's training."""
 
     name: str
     space: FlatLanguageSpace
@@ -109,11 +114,21 @@ class LanguageTask(Objective):
     report_kind: str = "acc_frac"
     has_test: bool = True
     protocol: str = "trained"
+    fidelities: tuple = ()
+    fidelity_unit: str = ""
+    continues: bool = False
 
-    def evaluate(self, tokens, seeds) -> dict[str, np.ndarray]:
-        """Trains every row of ``tokens`` (int[M, N]) with its seed (int[M]); f32[M] valid, test, cost, params."""
+    def evaluate(self, tokens, seeds, fidelity=None, parent=None) -> dict[str, np.ndarray]:
+        """Trains every row of ``tokens`` (int[M, N]) with its seed (int[M]); f32[M] valid, test, cost, params.
+
+        With fidelities: row ``i`` at ``fidelities[fidelity[i]]`` epochs (None: the top), continuing its training
+        at ``fidelities[parent[i]]`` (-1 or None: from scratch), as ``nas.host.multi_fidelity`` asks."""
         tokens = np.asarray(tokens, np.int32).reshape(-1, self.space.num_tokens)
         seeds = np.broadcast_to(np.asarray(seeds, np.int64), (tokens.shape[0],))
+        if self.fidelities:
+            return self.trainer.evaluate(tokens, seeds, fidelity, parent)
+        if fidelity is not None:
+            raise ValueError(f"{self.name} has no fidelities; make it with make_task({self.name!r}, fidelities=...)")
         return self.trainer.evaluate(tokens, seeds)
 
 
@@ -126,8 +141,11 @@ def available_tasks() -> list[str]:
     return sorted(TASKS)
 
 
-def make_task(name: str, data_dir: str = "", **train_options) -> LanguageTask:
-    """Task ``name`` with its training defaults, overridden by ``train_options`` (``TrainConfig`` fields)."""
+def make_task(name: str, data_dir: str = "", fidelities=(), **train_options) -> LanguageTask:
+    """Task ``name`` with its training defaults, overridden by ``train_options`` (``TrainConfig`` fields).
+
+    ``fidelities`` (whole, increasing epoch counts, e.g. ``(1, 2, 4)``): epochs as the fidelity
+    (``spaces.language.epoch_training``); the training's ``epochs`` is then the top one."""
     if name not in TASKS:
         from spaces.names import unknown
 
@@ -140,4 +158,10 @@ def make_task(name: str, data_dir: str = "", **train_options) -> LanguageTask:
     cfg = dataclasses.replace(cfg, **train_options)
     data = load(data_name, data_dir)
     space = _flat_space(name)
-    return LanguageTask(name, space, data, Trainer(space, data, cfg), report_kind=report_kind)
+    if not fidelities:
+        return LanguageTask(name, space, data, Trainer(space, data, cfg), report_kind=report_kind)
+    budgets = epoch_budgets(name, fidelities)
+    cfg = dataclasses.replace(cfg, epochs=int(budgets[-1]))
+    trainer = EpochTrainer(space, data, cfg, budgets)
+    return LanguageTask(name, space, data, trainer, report_kind, fidelities=budgets, fidelity_unit="epochs",
+                        continues=True)  # fmt: skip

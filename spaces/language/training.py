@@ -20,7 +20,9 @@ on which other candidates share its batch or group.
 One program trains ``epochs`` epochs of mini-batch Adam in a ``lax.scan`` (network = the
 architecture's graph, then flatten and a dense head with ``num_outputs``), then scores the
 validation and test splits: accuracy in [0, 1] for classification, ``-log(MSE)`` for
-regression. A run whose loss or parameters become non-finite (divergence) scores ``-inf`` on
+regression. Its pieces (initialize, run epochs from a state, score) are ``CandidateTraining``,
+which ``spaces.language.epoch_training`` also compiles one epoch at a time (epochs as a fidelity).
+A run whose loss or parameters become non-finite (divergence) scores ``-inf`` on
 both, as does an invalid string; it never raises and is never a best. ``cost`` is the
 candidate's share of its group's training wall time (compilation excluded; ``stats`` keeps it).
 """
@@ -99,38 +101,56 @@ def num_params(plan: Plan, data: Dataset) -> int:
     return int(sum(math.prod(a.shape) for a in jax.tree_util.tree_leaves(shapes.get("params", {}))))
 
 
-def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
-    """``train(keys[K], traced[K, T], x_tr, y_tr, x_va, y_va, x_te, y_te) -> {"valid", "test", "loss"}[K]``."""
-    model = Network(plan, data.num_outputs)
-    classify = data.kind == "classification"
-    n_train = data.x_train.shape[0]
-    bs = min(cfg.batch_size, n_train)
-    steps = max(n_train // bs, 1)
-    opt = optax.adam(cfg.learning_rate)
+class CandidateTraining:
+    """The pieces of one candidate's training, shared by the fused program (``make_train_fn``: every epoch
+    in one ``lax.scan``) and the epoch programs of ``spaces.language.epoch_training`` (fidelities).
 
-    def loss_of(out, y):
-        if classify:
+    A candidate's key splits into (init, data order, dropout) keys; epoch ``e`` visits the training
+    rows in the order ``permutation(fold_in(k_perm, e))`` and step ``i`` (counted from the first epoch)
+    draws its dropout masks from ``fold_in(k_drop, i)``, so what an epoch does depends on its index,
+    never on how many epochs the training has.
+    """
+
+    def __init__(self, plan: Plan, data: Dataset, cfg: TrainConfig):
+        self.model = Network(plan, data.num_outputs)
+        self.classify = data.kind == "classification"
+        self.num_outputs = data.num_outputs
+        self.eval_batch = cfg.eval_batch
+        self.n_train = data.x_train.shape[0]
+        self.bs = min(cfg.batch_size, self.n_train)
+        self.steps = max(self.n_train // self.bs, 1)  # steps per epoch
+        self.opt = optax.adam(cfg.learning_rate)
+
+    def loss_of(self, out, y):
+        if self.classify:
             return optax.softmax_cross_entropy_with_integer_labels(out, y).mean()
         return jnp.mean((out[:, 0] - y) ** 2)
 
-    def score(variables, traced, x, y):
-        chunks = -(-x.shape[0] // cfg.eval_batch)
-        pad = chunks * cfg.eval_batch - x.shape[0]
-        xs = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)).reshape((chunks, cfg.eval_batch) + x.shape[1:])
-        out = jax.lax.map(lambda xb: model.apply(variables, xb, traced, False), xs).reshape(-1, data.num_outputs)
+    def score(self, variables, traced, x, y):
+        chunks = -(-x.shape[0] // self.eval_batch)
+        pad = chunks * self.eval_batch - x.shape[0]
+        xs = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)).reshape((chunks, self.eval_batch) + x.shape[1:])
+        out = jax.lax.map(lambda xb: self.model.apply(variables, xb, traced, False), xs).reshape(-1, self.num_outputs)
         out = out[: x.shape[0]]
-        if classify:
+        if self.classify:
             return jnp.mean(jnp.argmax(out, -1) == y)
         return -jnp.log(jnp.mean((out[:, 0] - y) ** 2))
 
-    def train_one(key, traced, x_tr, y_tr, x_va, y_va, x_te, y_te):
-        k_init, k_perm, k_drop = jax.random.split(key, 3)
-        variables = model.init({"params": k_init, "dropout": k_drop}, x_tr[:1], traced, False)
+    def init(self, key, traced, x_tr):
+        """(params, batch stats or None, optimizer state) at step 0."""
+        k_init, _, k_drop = jax.random.split(key, 3)
+        variables = self.model.init({"params": k_init, "dropout": k_drop}, x_tr[:1], traced, False)
         params, stats = variables["params"], variables.get("batch_stats")
-        opt_state = opt.init(params)
+        return params, stats, self.opt.init(params)
+
+    def run(self, key, traced, carry, epochs, x_tr, y_tr):
+        """``carry`` (params, stats, opt_state) trained through ``epochs`` (int32[E], consecutive); the losses."""
+        _, k_perm, k_drop = jax.random.split(key, 3)
+        n_train, bs, steps = self.n_train, self.bs, self.steps
         perms = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(k_perm, e), n_train)[: steps * bs])(
-            jnp.arange(cfg.epochs)
-        ).reshape(cfg.epochs * steps, bs)
+            epochs
+        ).reshape(epochs.shape[0] * steps, bs)
+        model = self.model
 
         def step(carry, xs):
             params, stats, opt_state = carry
@@ -141,25 +161,33 @@ def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
                 out, upd = model.apply(
                     v, x_tr[idx], traced, True, rngs={"dropout": jax.random.fold_in(k_drop, i)}, mutable=["batch_stats"]
                 )
-                return loss_of(out, y_tr[idx]), upd
+                return self.loss_of(out, y_tr[idx]), upd
 
             (loss, upd), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-            updates, opt_state = opt.update(grads, opt_state, params)
+            updates, opt_state = self.opt.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
             return (params, upd.get("batch_stats", stats) if stats is not None else None, opt_state), loss
 
-        (params, stats, _), losses = jax.lax.scan(step, (params, stats, opt_state), (jnp.arange(perms.shape[0]), perms))
+        first = epochs[0] * steps
+        return jax.lax.scan(step, carry, (first + jnp.arange(perms.shape[0]), perms))
+
+    def result(self, params, stats, finite_losses, last_loss, traced, x_va, y_va, x_te, y_te):
+        """``{"valid", "test", "loss"}``: scores of the trained candidate, ``-inf`` when anything diverged."""
         v = {"params": params} if stats is None else {"params": params, "batch_stats": stats}
-        finite = jnp.all(jnp.isfinite(losses)) & jnp.all(
-            jnp.asarray([jnp.all(jnp.isfinite(a)) for a in jax.tree_util.tree_leaves(v)])
-        )
-        va, te = score(v, traced, x_va, y_va), score(v, traced, x_te, y_te)
+        finite = finite_losses & jnp.all(jnp.asarray([jnp.all(jnp.isfinite(a)) for a in jax.tree_util.tree_leaves(v)]))
+        va, te = self.score(v, traced, x_va, y_va), self.score(v, traced, x_te, y_te)
         bad = ~finite | ~jnp.isfinite(va) | ~jnp.isfinite(te)
-        return {
-            "valid": jnp.where(bad, -jnp.inf, va),
-            "test": jnp.where(bad, -jnp.inf, te),
-            "loss": losses[-1],
-        }
+        return {"valid": jnp.where(bad, -jnp.inf, va), "test": jnp.where(bad, -jnp.inf, te), "loss": last_loss}
+
+
+def make_train_fn(plan: Plan, data: Dataset, cfg: TrainConfig):
+    """``train(keys[K], traced[K, T], x_tr, y_tr, x_va, y_va, x_te, y_te) -> {"valid", "test", "loss"}[K]``."""
+    parts = CandidateTraining(plan, data, cfg)
+
+    def train_one(key, traced, x_tr, y_tr, x_va, y_va, x_te, y_te):
+        carry = parts.init(key, traced, x_tr)
+        (params, stats, _), losses = parts.run(key, traced, carry, jnp.arange(cfg.epochs), x_tr, y_tr)
+        return parts.result(params, stats, jnp.all(jnp.isfinite(losses)), losses[-1], traced, x_va, y_va, x_te, y_te)
 
     return jax.jit(jax.vmap(train_one, in_axes=(0, 0) + (None,) * 6))
 
@@ -189,18 +217,31 @@ class Trainer:
             self.programs.move_to_end(key)
             return self.programs[key]
         fn = make_train_fn(plan, self.data, self.cfg)
-        t = time.perf_counter()
-        keys = jnp.zeros((k, 2), jnp.uint32)
-        level = self.cfg.xla_optimization_level  # as searchers' levels: XLA_FLAGS wins
-        set_by_env = "xla_backend_optimization_level" in os.environ.get("XLA_FLAGS", "")
-        opts = None if level is None or set_by_env else {"xla_backend_optimization_level": int(level)}
-        compiled = fn.lower(keys, jnp.asarray(traced), *self._arrays).compile(compiler_options=opts)
-        self.stats["compile_s"] += time.perf_counter() - t
-        self.stats["programs_compiled"] += 1
+        compiled = self.compile(fn, jnp.zeros((k, 2), jnp.uint32), jnp.asarray(traced), *self._arrays)
         self.programs[key] = compiled
         if len(self.programs) > self.max_programs:
             self.programs.popitem(last=False)
         return compiled
+
+    def compile(self, fn, *args):
+        """``fn`` (jitted) compiled for ``args`` at the configured XLA level; the time goes to ``stats``."""
+        t = time.perf_counter()
+        level = self.cfg.xla_optimization_level  # as searchers' levels: XLA_FLAGS wins
+        set_by_env = "xla_backend_optimization_level" in os.environ.get("XLA_FLAGS", "")
+        opts = None if level is None or set_by_env else {"xla_backend_optimization_level": int(level)}
+        compiled = fn.lower(*args).compile(compiler_options=opts)
+        self.stats["compile_s"] += time.perf_counter() - t
+        self.stats["programs_compiled"] += 1
+        return compiled
+
+    def canonical(self, tokens) -> tuple:
+        """One string's canonical form (inactive tokens 0): the memo key with its seed."""
+        return tuple(np.where(self.space.active_np(tokens), tokens, 0).tolist())
+
+    @staticmethod
+    def training_key(canon: tuple, seed: int) -> np.ndarray:
+        """The key a candidate trains with (module docstring): independent of its batch mates."""
+        return np.asarray(jax.random.fold_in(jax.random.PRNGKey(int(seed)), candidate_hash(canon)))
 
     def plan_of_tokens(self, tokens) -> Plan | None:
         """The plan of one string, or None when it is invalid (never raises on a bad architecture)."""
@@ -223,7 +264,7 @@ class Trainer:
         for i in range(m):
             if not valid[i]:
                 continue  # -inf, never trained
-            canon = tuple(np.where(self.space.active_np(tokens[i]), tokens[i], 0).tolist())
+            canon = self.canonical(tokens[i])
             memo_key = (canon, int(seeds[i]))
             if memo_key in self.memo:
                 self.stats["memo_hits"] += 1
@@ -237,7 +278,7 @@ class Trainer:
         keys = {}
         for members in groups.values():
             for i, _, (canon, seed) in members:
-                keys[i] = np.asarray(jax.random.fold_in(jax.random.PRNGKey(int(seed)), candidate_hash(canon)))
+                keys[i] = self.training_key(canon, seed)
         for members in groups.values():
             for start in range(0, len(members), self.cfg.max_group):
                 self._train_group(members[start : start + self.cfg.max_group], keys, out)

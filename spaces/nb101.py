@@ -124,7 +124,7 @@ class NB101Space(Space):
     name = "nb101"
     cardinalities = (2,) * NUM_EDGES + (3,) * NUM_OPS
     token_names = tuple(f"edge_{i}->{j}" for i, j in zip(EDGE_I, EDGE_J)) + tuple(f"op_{v}" for v in range(1, 6))
-    feature_kinds = ("onehot", "adjacency", "path", "trunc_path")
+    feature_kinds = ("onehot", "adjacency", "path", "trunc_path", "continuous_adjacency")
 
     def __init__(self, trunc_path_cutoff: int = enc.TRUNC_PATH_DEFAULT):
         # BANANAS' code truncates the path encoding to its first 40 entries (paths of length <= 3)
@@ -234,6 +234,8 @@ class NB101Space(Space):
             return int(sum(self.cardinalities))
         if kind == "adjacency":
             return NUM_EDGES + 3 * NUM_OPS
+        if kind == "continuous_adjacency":
+            return NUM_EDGES + 3 * NUM_OPS + 1
         if kind == "path":
             return enc.NUM_PATHS
         cut = self._cutoff(kind)
@@ -248,6 +250,8 @@ class NB101Space(Space):
         ops = tokens[NUM_EDGES:].astype(jnp.int32)
         if kind == "adjacency":
             return enc.adjacency_features(bits, ops, keep)
+        if kind == "continuous_adjacency":
+            return enc.continuous_adjacency_features(bits, ops, keep)
         if kind == "path":
             return enc.path_features(bits, ops)
         cut = self._cutoff(kind)

@@ -15,6 +15,10 @@ jittable; callers vmap.
   input->output edge, 1..3 length one, 4..12 length two, ...
 - ``trunc_path``: the first ``K`` path features, i.e. the shortest paths
   (BANANAS' code uses ``cutoff=40`` = all paths of length <= 3 by default).
+- ``continuous_adjacency``: NAS-Bench-101's continuous encoding (Ying et al. 2019), BANANAS'
+  ablation (2): a real value in [0, 1] per possible edge and the number of edges ``K``, the cell
+  holding the ``K`` edges of largest value (``continuous_adjacency_cell``); ops stay categorical.
+  A discrete cell's point: its 21 pruned edge bits, the op one-hots of ``adjacency``, then ``K``.
 
 Paths are enumerated by dynamic programming over vertices in topological
 order: ``reach[v]`` is the set (bool[364]) of path indices from the input to
@@ -55,6 +59,20 @@ def adjacency_features(bits: jax.Array, ops: jax.Array, keep: jax.Array) -> jax.
     """f32[36]: pruned edge bits and per-vertex op one-hots (zeros for pruned vertices)."""
     onehot = jax.nn.one_hot(ops, 3, dtype=jnp.float32) * keep[1:6, None]
     return jnp.concatenate([bits.astype(jnp.float32), onehot.reshape(-1)])
+
+
+def continuous_adjacency_features(bits: jax.Array, ops: jax.Array, keep: jax.Array) -> jax.Array:
+    """f32[37]: ``adjacency_features`` and the number of edges of the pruned cell."""
+    num = jnp.sum(bits).astype(jnp.float32)[None]
+    return jnp.concatenate([adjacency_features(bits, ops, keep), num])
+
+
+def continuous_adjacency_cell(values: jax.Array, num_edges: jax.Array, ops: jax.Array) -> jax.Array:
+    """int32[26] tokens of a continuous encoding: edge bits 1 on the ``num_edges`` largest ``values``
+    (f32[21], ties to the earlier edge), then the 5 interior ops (int[5])."""
+    rank = jnp.argsort(jnp.argsort(-values, stable=True), stable=True)  # 0 = the largest value
+    bits = (rank < num_edges).astype(jnp.int32)
+    return jnp.concatenate([bits, jnp.asarray(ops, jnp.int32)])
 
 
 def path_features(bits: jax.Array, ops: jax.Array) -> jax.Array:

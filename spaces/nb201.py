@@ -33,6 +33,8 @@ it contains ... as a binary vector") and the truncated variant of White et al.
 - ``"trunc_path"`` (20): the paths of length <= 2 only (features 0..19). BANANAS'
   truncated path encoding keeps the first features in order of path length;
   cutting at a length boundary drops the 64 longest-path features.
+- ``"continuous_adjacency"`` (31): the continuous adjacency encoding of BANANAS' ablation (2)
+  (``continuous_adjacency_features``), reading a ``none`` edge as a missing edge.
 """
 
 from __future__ import annotations
@@ -55,6 +57,34 @@ NUM_PATH_FEATURES = 4 + 4**2 + 4**3  # 84
 NUM_TRUNC_PATH_FEATURES = 4 + 4**2  # 20: paths of length <= 2
 
 
+NUM_CONTINUOUS_FEATURES = 6 + 6 * NUM_PATH_OPS + 1  # 31
+
+
+def continuous_adjacency_features(tokens: jax.Array) -> jax.Array:
+    """f32[31]: the continuous adjacency encoding (BANANAS, White et al. 2021, Section 5.1 ablation (2):
+    "the continuous variant of the adjacency matrix encoding from the nasbench paper").
+
+    NAS-Bench-101's continuous encoding (Ying et al. 2019) gives each possible edge a real value in
+    [0, 1] and adds the number of edges ``K``; the cell holds the ``K`` edges of largest value, the ops
+    stay categorical. On NAS-Bench-201 the DAG is fixed and an edge carrying ``none`` passes nothing,
+    so ``none`` is the missing edge: features 0..5 are the edge values (1 where the op is not ``none``,
+    the point of the encoding that a discrete cell takes), 6..29 the one-hot of each present edge's op
+    over the 4 other ops (zeros for a missing edge), 30 is ``K``. ``continuous_adjacency_cell`` maps
+    any such vector back to its cell.
+    """
+    present = tokens > 0
+    ops = jax.nn.one_hot(tokens - 1, NUM_PATH_OPS, dtype=jnp.float32) * present[:, None]
+    num = jnp.sum(present).astype(jnp.float32)[None]
+    return jnp.concatenate([present.astype(jnp.float32), ops.reshape(-1), num])
+
+
+def continuous_adjacency_cell(values: jax.Array, num_edges: jax.Array, ops: jax.Array) -> jax.Array:
+    """int32[6] tokens of a continuous encoding: the ``num_edges`` edges of largest ``values`` (f32[6],
+    ties to the earlier edge) carry ``ops`` (int[6], 0..3 over the 4 non-``none`` ops), the rest ``none``."""
+    rank = jnp.argsort(jnp.argsort(-values, stable=True), stable=True)  # 0 = the largest value
+    return jnp.where(rank < num_edges, jnp.asarray(ops, jnp.int32) + 1, 0).astype(jnp.int32)
+
+
 def path_features(tokens: jax.Array) -> jax.Array:
     """f32[84]: the set of input-to-output paths with no ``none`` op (module docstring)."""
     out = jnp.zeros(NUM_PATH_FEATURES, jnp.float32)
@@ -71,10 +101,11 @@ class NB201Space(Space):
     name = "nb201"
     cardinalities = (5,) * 6
     token_names = tuple(f"edge_{t}<-{f}" for t, f in EDGES)
-    feature_kinds = ("onehot", "adjacency", "path", "trunc_path")
+    feature_kinds = ("onehot", "adjacency", "path", "trunc_path", "continuous_adjacency")
 
     def feature_dim(self, kind: str = "onehot") -> int:
         dims = {"onehot": 30, "adjacency": 30, "path": NUM_PATH_FEATURES, "trunc_path": NUM_TRUNC_PATH_FEATURES}
+        dims["continuous_adjacency"] = NUM_CONTINUOUS_FEATURES
         if kind not in dims:
             raise self._unknown_kind(kind)
         return dims[kind]
@@ -86,6 +117,8 @@ class NB201Space(Space):
             return path_features(tokens)
         if kind == "trunc_path":
             return path_features(tokens)[:NUM_TRUNC_PATH_FEATURES]
+        if kind == "continuous_adjacency":
+            return continuous_adjacency_features(tokens)
         raise self._unknown_kind(kind)
 
     def to_spec(self, tokens) -> str:

@@ -7,7 +7,8 @@ Kernel between architecture ``x`` on task ``D`` and ``x'`` on task ``D'`` (the p
     k(x, D, x', D'; w) = k_M52( xi([psi(x), phi(D)]), xi([psi(x'), phi(D')]); w_k )
 
 - ``psi``: architecture encoder (``surrogates.arch_encoders``: bidirectional D-VAE DAG encoder for cells,
-  MLP on the one-hot encoding for flat spaces);
+  MLP on the one-hot encoding for flat spaces; ``"matrix"``: no encoder, the space's adjacency-matrix
+  encoding itself, the paper's "TNAS (no Graph Encoder)" ablation of Section 5.1);
 - ``phi``: dataset encoder (``surrogates.set_encoder``: a Set Transformer over the task's observed
   (encoding, score) pairs, or with ``dataset_input="data"`` two stacked ones over its raw data samples;
   optional: ``use_dataset_encoder=False`` drops it, the ablation "none");
@@ -39,7 +40,7 @@ from surrogates import arch_encoders as ae
 from surrogates import linalg
 from surrogates.set_encoder import DataSetEncoder, SetEncoder
 
-ARCH_ENCODERS = ("dag", "mlp")
+ARCH_ENCODERS = ("dag", "mlp", "matrix")
 DATASET_INPUTS = ("observations", "data")  # what phi reads: the observed (encoding, score) pairs, or raw data
 DAG_FAMILIES = ("nb201", "nasbench_graph", "nb101")  # the cell spaces the DAG encoder reads
 
@@ -49,7 +50,8 @@ class DeepKernelConfig:
     """Static shape of the deep kernel (hashable: it is closed over by compiled code).
 
     Attributes:
-      arch_encoder: ``"dag"`` (op-on-node DAG, D-VAE encoder) or ``"mlp"`` (one-hot MLP).
+      arch_encoder: ``"dag"`` (op-on-node DAG, D-VAE encoder), ``"mlp"`` (one-hot MLP) or ``"matrix"``
+        (no encoder: psi(x) is the adjacency-matrix encoding, ``matrix_kind``; ``hidden`` and ``arch_dim`` unused).
       dag: the DAG encoder's cells: ``"nb201"`` (one fixed DAG), ``"nasbench_graph"`` (9 link structures) or
         ``"nb101"`` (one DAG per string).
       num_features: length of the one-hot encoding (MLP input and set-element features).
@@ -118,11 +120,25 @@ def default_config(space) -> DeepKernelConfig:
     return DeepKernelConfig(arch_encoder="dag", dag=family, num_features=num_features)
 
 
+def matrix_kind(space) -> str:
+    """The feature kind of the ``"matrix"`` encoder: the space's adjacency matrix and op list
+    (``"adjacency"``: NB101's edge bits and op one-hots; NB201's fixed DAG, its edges' op one-hots), else one-hot."""
+    return "adjacency" if "adjacency" in getattr(space, "feature_kinds", ()) else "onehot"
+
+
+def psi_dim(cfg: DeepKernelConfig, space) -> int:
+    """The length of ``psi(x)``: ``arch_dim``, or the matrix encoding's length (``"matrix"``)."""
+    return space.feature_dim(matrix_kind(space)) if cfg.arch_encoder == "matrix" else cfg.arch_dim
+
+
 def arch_inputs(cfg: DeepKernelConfig, space, tokens: jax.Array) -> jax.Array:
     """psi's input for one string: node types (``"dag"``; NAS-Bench-Graph: its link index first, of the
-    string's canonical form; NB101: the pruned edge bits first) or the one-hot encoding (``"mlp"``)."""
+    string's canonical form; NB101: the pruned edge bits first), the one-hot encoding (``"mlp"``) or the
+    adjacency-matrix encoding (``"matrix"``)."""
     if cfg.arch_encoder == "mlp":
         return space.features(tokens, "onehot")
+    if cfg.arch_encoder == "matrix":
+        return space.features(tokens, matrix_kind(space))
     if dag_family(space) != cfg.dag:
         raise ValueError(
             f"the DAG encoder reads {list(DAG_FAMILIES)} cells; this model's is {cfg.dag!r}, "
@@ -146,7 +162,9 @@ class DeepKernelNet(nn.Module):
 
     def setup(self):
         c = self.cfg
-        if c.arch_encoder == "mlp":
+        if c.arch_encoder == "matrix":
+            self.psi = lambda x: x.astype(jnp.float32)  # no encoder: the matrix encoding goes to xi as it is
+        elif c.arch_encoder == "mlp":
             self.psi = ae.MLPEncoder(c.hidden, c.arch_dim)
         elif c.dag == "nb201":
             self.psi = ae.DAGEncoder(ae.nb201_adjacency(), ae.NB201_NUM_TYPES, c.hidden, c.arch_dim)
@@ -175,6 +193,20 @@ class DeepKernelNet(nn.Module):
         if self.cfg.use_dataset_encoder:
             d = self.phi(set_features, set_scores, set_mask)
             z = jnp.concatenate([z, jnp.broadcast_to(d, (z.shape[0], d.shape[0]))], axis=-1)
+        return self._xi(z)
+
+    def pairs(self, arch_x, task, set_features, set_scores, set_mask):
+        """Rows of SEVERAL tasks: row ``i`` is architecture ``arch_x[i]`` on task ``task[i]``, whose set is
+        ``set_*[task[i]]`` (the sets of all tasks stacked on a leading axis)."""
+        z = self.psi_only(arch_x)
+        if self.cfg.use_dataset_encoder:
+            d = jnp.stack(
+                [self.phi(*(a[q] for a in (set_features, set_scores, set_mask))) for q in range(len(set_mask))]
+            )
+            z = jnp.concatenate([z, d[task]], axis=-1)
+        return self._xi(z)
+
+    def _xi(self, z):
         for layer in self.xi[:-1]:
             z = nn.relu(layer(z))
         return self.xi[-1](z)
@@ -196,7 +228,7 @@ def init_params(key: jax.Array, cfg: DeepKernelConfig, arch_x: jax.Array, set_fe
 
 
 def arch_embeddings(w, cfg: DeepKernelConfig, arch_x: jax.Array) -> jax.Array:
-    """``psi(x)`` f32[M, arch_dim]."""
+    """``psi(x)`` f32[M, psi_dim]."""
     return DeepKernelNet(cfg).apply(w["net"], arch_x, method=DeepKernelNet.psi_only)
 
 
@@ -237,6 +269,13 @@ def neg_log_marginal_likelihood(w, cfg, arch_x, y, mask, set_features, set_score
     ys, _, _ = standardize(y, mask)
     z = embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given)
     # the gradient in K is R&W eq. 5.9 (linalg's custom VJP), not backpropagation through the factorization
+    return linalg.gaussian_nll(_gram(w, cfg, z, mask), ys, mask)
+
+
+def neg_log_marginal_likelihood_pairs(w, cfg, arch_x, y, mask, task, set_features, set_scores, set_mask):
+    """Eq. 3 on (architecture, task) pairs of several tasks (``DeepKernelNet.pairs``; Algorithm 1, line 3)."""
+    ys, _, _ = standardize(y, mask)
+    z = DeepKernelNet(cfg).apply(w["net"], arch_x, task, set_features, set_scores, set_mask, method=DeepKernelNet.pairs)
     return linalg.gaussian_nll(_gram(w, cfg, z, mask), ys, mask)
 
 

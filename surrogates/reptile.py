@@ -13,6 +13,12 @@ One outer step (``meta_step``):
 Step ``t`` draws its randomness from ``fold_in(key, t)``, so a run split into chunks (checkpoints,
 resumption) computes exactly what an uninterrupted run computes.
 
+How a mini-batch is drawn (``task_sampling``): ``"task"`` (the default) draws one source task per outer
+step and k of its evaluations; ``"pair"`` draws k (task, architecture) pairs uniformly at random, each
+row with its own task's set (the paper's line 3, "We sample datasets and architectures uniformly at
+random from the meta-training dataset"; its meta-dataset holds one architecture per dataset, so its
+batches mix datasets). Targets are standardized over the whole mini-batch in both modes.
+
 The set D_q given to the dataset encoder is a random subset of task q's table of random size in
 ``[set_min, set_max]`` (padded with a mask), drawn independently of the mini-batch: at meta-test the
 encoder sees the target's queries so far, a set of that kind (``surrogates.set_encoder`` explains this
@@ -31,10 +37,16 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from surrogates.deep_kernel import DeepKernelConfig, neg_log_marginal_likelihood, uses_data
+from surrogates.deep_kernel import (
+    DeepKernelConfig,
+    neg_log_marginal_likelihood,
+    neg_log_marginal_likelihood_pairs,
+    uses_data,
+)
 from surrogates.task_data import draw_rows
 
 INNER_OPTIMIZERS = ("sgd", "adam")
+TASK_SAMPLING = ("task", "pair")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +59,7 @@ class ReptileConfig:
       inner_lr, inner_optimizer: eta_SGD and the inner optimizer (``"sgd"`` as the paper, or ``"adam"``).
       outer_lr: eta_REP.
       set_min, set_max: size range of the set given to the dataset encoder.
+      task_sampling: ``"task"`` (one task per mini-batch) or ``"pair"`` (the paper's (task, architecture) pairs).
     """
 
     inner_steps: int = 5
@@ -56,6 +69,7 @@ class ReptileConfig:
     outer_lr: float = 0.1
     set_min: int = 5
     set_max: int = 64
+    task_sampling: str = "task"
 
     def __post_init__(self):
         for name in ("inner_steps", "batch_size", "set_min", "set_max"):
@@ -69,6 +83,8 @@ class ReptileConfig:
             raise ValueError(f"outer_lr (eta_REP) must be in (0, 1], got {self.outer_lr!r}")
         if self.inner_optimizer not in INNER_OPTIMIZERS:
             raise ValueError(f"inner_optimizer must be one of {list(INNER_OPTIMIZERS)}, got {self.inner_optimizer!r}")
+        if self.task_sampling not in TASK_SAMPLING:
+            raise ValueError(f"task_sampling must be one of {list(TASK_SAMPLING)}, got {self.task_sampling!r}")
         if not 1 <= self.set_min <= self.set_max:
             raise ValueError(f"need 1 <= set_min <= set_max, got {self.set_min}, {self.set_max}")
         if self.inner_steps < 1 or self.batch_size < 2:
@@ -112,29 +128,51 @@ def reptile_update(w, loss: Callable, opt: optax.GradientTransformation, inner_s
     return new, losses
 
 
+def task_set(k_set, k_size, data: MetaData, q: jax.Array, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
+    """The set describing task ``q``: a random subset of its table of random size in ``[set_min, set_max]``,
+    or with raw data ``dk_cfg.data_rows`` rows of its pool."""
+    if uses_data(dk_cfg):
+        return draw_rows(k_set, data.data_x[q], data.data_y[q], data.data_mask[q], dk_cfg.data_rows)
+    set_rows = jax.random.choice(k_set, data.scores.shape[1], (cfg.set_max,), replace=False)
+    size = jax.random.randint(k_size, (), cfg.set_min, cfg.set_max + 1)
+    return data.features[set_rows], data.scores[q, set_rows], jnp.arange(cfg.set_max) < size
+
+
 def sample_task_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
-    """A source task, k of its evaluations and a describing set (a random subset of its table, or with
-    raw data ``dk_cfg.data_rows`` rows of its pool): the arguments of eq. 3 for one task."""
+    """A source task, k of its evaluations and its set: the arguments of eq. 3 for one task."""
     k_task, k_rows, k_set, k_size = jax.random.split(key, 4)
     num_tasks, num_rows = data.scores.shape
     q = jax.random.randint(k_task, (), 0, num_tasks)
     rows = jax.random.choice(k_rows, num_rows, (cfg.batch_size,), replace=False)
     y = data.scores[q, rows]
-    batch = (data.arch_x[rows], y, jnp.ones_like(y, bool))
-    if uses_data(dk_cfg):
-        return q, batch + draw_rows(k_set, data.data_x[q], data.data_y[q], data.data_mask[q], dk_cfg.data_rows)
-    set_rows = jax.random.choice(k_set, num_rows, (cfg.set_max,), replace=False)
-    size = jax.random.randint(k_size, (), cfg.set_min, cfg.set_max + 1)
-    set_mask = jnp.arange(cfg.set_max) < size
-    return q, batch + (data.features[set_rows], data.scores[q, set_rows], set_mask)
+    return q, (data.arch_x[rows], y, jnp.ones_like(y, bool)) + task_set(k_set, k_size, data, q, cfg, dk_cfg)
+
+
+def sample_pair_batch(key: jax.Array, data: MetaData, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
+    """k (task, architecture) pairs drawn uniformly (distinct pairs) and every task's set stacked: the
+    arguments of ``neg_log_marginal_likelihood_pairs``."""
+    k_pairs, k_set, k_size = jax.random.split(key, 3)
+    num_tasks, num_rows = data.scores.shape
+    pair = jax.random.choice(k_pairs, num_tasks * num_rows, (cfg.batch_size,), replace=False)
+    q, rows = pair // num_rows, pair % num_rows
+    y = data.scores[q, rows]
+    fold = jax.random.fold_in
+    sets = [task_set(fold(k_set, t), fold(k_size, t), data, jnp.int32(t), cfg, dk_cfg) for t in range(num_tasks)]
+    stacked = tuple(jnp.stack(a) for a in zip(*sets))
+    return q, (data.arch_x[rows], y, jnp.ones_like(y, bool), q) + stacked
 
 
 def meta_step(key: jax.Array, w, data: MetaData, cfg: ReptileConfig, dk_cfg: DeepKernelConfig):
-    """Algorithm 1, lines 3-8: returns (new w, mean inner loss, task index)."""
-    q, batch = sample_task_batch(key, data, cfg, dk_cfg)
+    """Algorithm 1, lines 3-8: returns (new w, mean inner loss, task index; the first pair's with "pair")."""
+    if cfg.task_sampling == "pair":
+        q, batch = sample_pair_batch(key, data, cfg, dk_cfg)
+        nll, q = neg_log_marginal_likelihood_pairs, q[0]
+    else:
+        q, batch = sample_task_batch(key, data, cfg, dk_cfg)
+        nll = neg_log_marginal_likelihood
 
     def loss(p):
-        return neg_log_marginal_likelihood(p, dk_cfg, *batch) / cfg.batch_size
+        return nll(p, dk_cfg, *batch) / cfg.batch_size
 
     new, losses = reptile_update(w, loss, inner_optimizer(cfg), cfg.inner_steps, cfg.outer_lr)
     return new, jnp.mean(losses), q

@@ -9,6 +9,14 @@ CHEAP = {
     "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
     "tnas": {"max_queries": 12, "num_init": 4, "batch_size": 2, "finetune_steps": 2},
     "smbo_linear": {"num_candidates": 64},
+    # local search from 4 NB201 cells (batches of 3: the design fills one batch and a part of the next)
+    "warm_start": {
+        "searcher": "local_search",
+        "searcher_options": '{"num_init": 5}',
+        "batch_size": 3,
+        "design": "3,3,4,1,3,1;0,1,2,3,4,0;4,4,4,4,4,4;1,1,1,1,1,1",
+        "num_design": 4,
+    },
 }
 
 

@@ -12,6 +12,7 @@ from nas.experiment.run import validate_config
 
 CONFIG_DIR = pathlib.Path(__file__).parent.parent / "configs"
 CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.py") if p.stem != "__init__")
+CONFIGS += sorted(f"paper.{p.stem}" for p in (CONFIG_DIR / "paper").glob("*.py") if p.stem != "__init__")
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -27,7 +27,7 @@ def ones(x):
 
 
 def test_feature_dims_and_kinds():
-    assert SPACE.feature_kinds == ("onehot", "adjacency", "path", "trunc_path")
+    assert SPACE.feature_kinds == ("onehot", "adjacency", "path", "trunc_path", "continuous_adjacency")
     for kind, dim in (("onehot", 30), ("adjacency", 30), ("path", 84), ("trunc_path", 20)):
         assert SPACE.feature_dim(kind) == dim
         assert feats([C3] * 6, kind).shape == (dim,)

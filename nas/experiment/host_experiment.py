@@ -3,7 +3,9 @@
 A config (``configs/language_search.py``) has the fields of ``nas.experiment.config`` that a
 host search needs, with ``task`` in place of ``benchmark``::
 
-    task          a language task (spaces.language.tasks: digits_cnn, diabetes_mlp)
+    task          a language task (spaces.language.tasks: digits_cnn, diabetes_mlp, genetic_digits, genetic)
+    dataset       optional data set in place of the task's (digits, diabetes, cifar10)
+    space         optional size options of the task's space (channel widths, nodes per stage, ...)
     train         TrainConfig overrides (epochs, batch_size, learning_rate, max_group)
     num_trials    seeds per searcher
     max_queries   architectures trained per run
@@ -48,7 +50,8 @@ RUN_FIELDS = ("tokens", "valid", "test", "cost", "wall_s")  # what every saved r
 
 def validate_host_config(config) -> None:
     """One-line ``ConfigError`` for anything that would fail later (before any training)."""
-    from spaces.language.tasks import available_tasks
+    from spaces.language.datasets import TASKS as DATASETS
+    from spaces.language.tasks import available_tasks, space_options
     from spaces.language.training import TrainConfig
     from spaces.names import unknown
 
@@ -58,6 +61,13 @@ def validate_host_config(config) -> None:
         raise ConfigError(f"config lacks field(s) {missing}; see configs/language_search.py for the schema")
     if cfg["task"] not in available_tasks():
         raise ConfigError(f"config.task: {unknown('language task', cfg['task'], available_tasks())}")
+    if get(cfg, "dataset", "") and cfg["dataset"] not in DATASETS:
+        raise ConfigError(f"config.dataset: {unknown('data set', cfg['dataset'], list(DATASETS))}")
+    bad = sorted(set(dict(get(cfg, "space", {}))) - set(space_options(cfg["task"])))
+    if bad:
+        raise ConfigError(
+            f"config.space has unknown option(s) {bad}; task {cfg['task']!r}: {space_options(cfg['task'])}"
+        )
     fields = set(TrainConfig.__dataclass_fields__)
     train = dict(get(cfg, "train", {}))
     bad = sorted(set(train) - fields)
@@ -82,7 +92,8 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
 
     validate_host_config(config)
     cfg = to_dict(config)
-    task = make_task(cfg["task"], **dict(get(cfg, "train", {})))
+    space, dataset = dict(get(cfg, "space", {})), get(cfg, "dataset", "")
+    task = make_task(cfg["task"], dataset=dataset, space=space, **dict(get(cfg, "train", {})))
     for label in selected_labels(config):  # the budget against the task's space, before any training
         check_run_budget(config, label, task.space, seed_span=int(cfg["num_trials"]))
     os.makedirs(os.path.join(workdir, "runs"), exist_ok=True)
@@ -126,9 +137,12 @@ def _se(x) -> float:
 
 
 def check_workdir(cfg: dict, workdir: str) -> None:
-    """Saved runs are reused only by the same config (task, training, budget, seed, searchers)."""
+    """Saved runs are reused only by the same config (task, data set, space, training, budget, seed, searchers)."""
     path = os.path.join(workdir, "config.json")
-    mine = {k: cfg.get(k) for k in ("task", "train", "max_queries", "seed", "searchers")}
+    fields = ("task", "train", "max_queries", "seed", "searchers") + tuple(
+        k for k in ("dataset", "space") if cfg.get(k)
+    )
+    mine = {k: cfg.get(k) for k in fields}
     mine = json.loads(json.dumps(mine, sort_keys=True, default=str))
     if os.path.exists(path):
         theirs = read_json(path, "delete the workdir to start over, or restore the file")

@@ -35,6 +35,11 @@ The rest of this docstring is the ``tpe`` protocol, identical to our searchers' 
   proposal with one active hyperparameter changed (``space.mutate``; mutated
   again until unseen), with ``fallback="uniform"`` a uniform draw
   (``space.sample``), as our searchers' fallback (``nas.core.dedup.fill_unique``).
+  ``repeats="requery"`` is pure Optuna instead: every proposal is queried, a repeat
+  too (the objective evaluated again, as ``study.optimize`` would: the same value
+  on a table's seed mean, a new training or seed draw otherwise), and told as a
+  completed trial; the budget then counts trials, not distinct configurations,
+  and ``repeated_queries`` in the summary counts the repeats.
   With few "good" trials TPE's Parzen estimator is peaked and its argmax over
   candidates is the incumbent, so on a grid it re-proposes it often (on the
   Section VIII space half to two thirds of its proposals after startup): a uniform fallback
@@ -88,6 +93,8 @@ class TPEOptions(SearcherOptions):
     multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
     max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
     fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
+    repeats: ``fallback`` (a repeated proposal is not queried: told as failed, then ``fallback``) or
+      ``requery`` (pure Optuna: every proposal queried and told, repeats included).
     seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
     """
 
@@ -96,6 +103,7 @@ class TPEOptions(SearcherOptions):
     multivariate: bool = False
     max_repeats: int = 5
     fallback: str = "mutate"
+    repeats: str = "fallback"
     seeds_per_group: int = 10
 
     def check(self):
@@ -104,6 +112,7 @@ class TPEOptions(SearcherOptions):
             raise ValueError(f"TPE proposes one configuration at a time: batch_size must be 1, got {self.batch_size}")
         positive(self, "n_ei_candidates", "max_repeats")
         one_of(self, "fallback", ("mutate", "uniform"))
+        one_of(self, "repeats", ("fallback", "requery"))
         if self.n_startup_trials < 0 or self.seeds_per_group < 0:
             raise ValueError("n_startup_trials and seeds_per_group must be >= 0")
 
@@ -258,6 +267,12 @@ def run_group(peer: Peer, keys: jax.Array, query: Callable) -> tuple[dict, dict]
     for t in range(q):
         trials = []
         for s, prop in enumerate(props):
+            if peer.options.repeats == "requery":  # pure Optuna: query whatever it proposes
+                trial, tokens = prop.ask()
+                i = int(sid(tokens))
+                repeats[s] += i in seen[s]
+                trials.append((trial, tokens, i))
+                continue
             for _ in range(peer.options.max_repeats):
                 trial, tokens = prop.ask()
                 i = int(sid(tokens))

@@ -11,4 +11,5 @@ from nas.searchers import (  # noqa: F401
     remaade,
     smbo_linear,
     tnas,
+    warm_start,
 )

@@ -14,7 +14,8 @@ Options (``BOOptions``):
 - ``acq_opt``: ``"mutation"`` (the authors' ``get_candidates``:
   ``num_candidates`` distinct, unqueried mutations of the best architecture,
   continuing with the next best ones up to ``patience`` parents; each mutation
-  applies 1..``max_edits`` edits, the count uniform), ``"random"``
+  applies 1..``max_edits`` edits, the count uniform; ``num_parents = k``: the
+  mutations spread over the ``k`` best, Algorithm 1's step 2), ``"random"``
   (``num_random`` random unqueried architectures) or ``"mutation_random"``.
   With ``dedup_encoding`` (the authors' code) candidates are also distinct in
   the predictor's encoding and differ in it from every queried architecture.
@@ -69,7 +70,7 @@ class BOOptions(SearcherOptions):
       num_init: t0, random architectures before the first fit (10).
       encoding, acquisition, acq_opt: see the module docstring.
       beta: UCB's exploration weight (0.5).
-      num_candidates, patience, max_edits, num_random: acquisition optimization.
+      num_candidates, patience, max_edits, num_random, num_parents: acquisition optimization.
       kernel, gp_steps, gp_learning_rate: the exact GP (``surrogates.gp``):
         kernel on the encoding, Adam steps and step size on the marginal likelihood.
       dedup_encoding: drop candidates whose encoding equals a queried or earlier one.
@@ -86,6 +87,7 @@ class BOOptions(SearcherOptions):
     patience: int = 5
     max_edits: int = 2
     num_random: int = 100
+    num_parents: int = 1
     kernel: str = "hamming"
     gp_steps: int = 100
     gp_learning_rate: float = 0.05
@@ -94,7 +96,8 @@ class BOOptions(SearcherOptions):
 
     def check(self):
         super().check()
-        positive(self, "num_init", "num_candidates", "patience", "num_random", "gp_steps", "bucket_multiple")
+        positive(self, "num_init", "num_candidates", "patience", "num_random", "num_parents", "gp_steps")
+        positive(self, "bucket_multiple")
         if self.num_init % self.batch_size:
             raise ValueError(f"num_init ({self.num_init}) must be a multiple of batch_size ({self.batch_size})")
         if self.num_init >= self.max_queries:
@@ -195,7 +198,7 @@ class BOSearcher(Searcher):
         return acquisition_candidates(
             key, self.space, state.tokens, state.scores, state.count, state.seen, acq_opt=o.acq_opt,
             num_candidates=o.num_candidates, patience=o.patience, max_edits=o.max_edits, num_random=o.num_random,
-            features=feats,
+            features=feats, num_parents=o.num_parents,
         )  # fmt: skip
 
     def predict(self, key, x, y, mask, x_cand) -> tuple[jax.Array, jax.Array, jax.Array | None]:

@@ -3,7 +3,10 @@ and Section 5): the candidates a surrogate scores in a space too large to score 
 
 ``acquisition_candidates`` returns up to ``num_candidates`` distinct, unqueried mutations of the best
 queried string, continuing with the next best up to ``patience`` parents (the authors'
-``get_candidates``), and/or ``num_random`` random unqueried strings. Each mutation applies 1..``max_edits``
+``get_candidates``), and/or ``num_random`` random unqueried strings. With ``num_parents = k > 1`` each
+parent gives ``num_candidates // k`` mutations and the parents are the ``k * patience`` best (the code's
+``num_arches_to_mutate``): the candidates then come from the ``k`` best strings, Algorithm 1's step 2
+("randomly mutating the k architectures ... with the lowest value of f(a)"). Each mutation applies 1..``max_edits``
 ``space.mutate`` edits, the count uniform. ``fill_missing`` replaces the picks of a step that found too
 few candidates with fresh random strings. Used by the BO loop (``nas.searchers.bo``: BANANAS, GP-BO) and
 by TNAS beyond exhaustive acquisition (``nas.searchers.tnas``).
@@ -76,6 +79,7 @@ def acquisition_candidates(
     max_edits: int,
     num_random: int,
     features: Callable[[jax.Array], jax.Array] | None = None,
+    num_parents: int = 1,
 ) -> tuple[jax.Array, jax.Array]:
     """Candidates (tokens int32[M, N], ok bool[M]), valid, unqueried and distinct, from the queried
     ``tokens``/``scores`` (rows ``[:count]`` filled, ``-inf`` for empty or failed ones).
@@ -90,12 +94,13 @@ def acquisition_candidates(
     k_mut, k_rand = jax.random.split(key)
     props = []
     if acq_opt in ("mutation", "mutation_random"):
-        _, parents = jax.lax.top_k(scores, patience)
+        per = max(num_candidates // num_parents, 1)  # mutations per parent
+        _, parents = jax.lax.top_k(scores, min(num_parents * patience, scores.shape[0]))
         parent_ok = jnp.isfinite(scores[parents])
-        keys = jax.random.split(k_mut, patience * num_candidates)
-        par = jnp.repeat(parents, num_candidates)
+        keys = jax.random.split(k_mut, parents.shape[0] * per)
+        par = jnp.repeat(parents, per)
         muts = jax.vmap(lambda k, t: mutate_edits(space, k, t, max_edits))(keys, tokens[par])
-        props.append((muts, jnp.repeat(parent_ok, num_candidates), num_candidates))
+        props.append((muts, jnp.repeat(parent_ok, per), num_candidates))
     if acq_opt in ("random", "mutation_random"):
         rnd = jax.vmap(space.sample)(jax.random.split(k_rand, num_random))
         props.append((rnd, jnp.ones((num_random,), bool), num_random))

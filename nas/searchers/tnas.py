@@ -107,7 +107,7 @@ def file_sha256(path: str) -> str:
 class TNASState:
     tokens: jax.Array  # int32[C, N] queried strings
     scores: jax.Array  # f32[C] (-inf: empty or failed)
-    z_arch: jax.Array  # f32[C, L] psi of each queried string
+    z_arch: jax.Array  # f32[C, L] psi of each queried string (L = deep_kernel.psi_dim)
     count: jax.Array  # int32[]
     seen: Seen
 
@@ -195,7 +195,7 @@ class TNAS(Searcher):
         return TNASState(
             tokens=jnp.zeros((c, n), jnp.int32),
             scores=jnp.full((c,), -jnp.inf, jnp.float32),
-            z_arch=jnp.zeros((c, self.cfg.arch_dim), jnp.float32),
+            z_arch=jnp.zeros((c, dk.psi_dim(self.cfg, self.space)), jnp.float32),
             count=jnp.int32(0),
             seen=seen_init(c),
         )

@@ -1,5 +1,8 @@
 """The search spaces of Table 1 (Negrinho et al. 2019, Section 7.1) written in the language, sized
-for 8x8 single-channel images (scikit-learn digits, 10 classes; the trainer adds the dense head).
+by default for 8x8 single-channel images (scikit-learn digits, 10 classes; the trainer adds the dense
+head). Channel widths, blocks per cell and nodes per stage are arguments of the space functions
+(``table1_space(name, **options)``; ``SPACE_OPTIONS`` lists them), so a CIFAR-scale space is a config
+change: e.g. ``nasnet_space(num_blocks=5)`` is the NASNet cell of Zoph et al. (B = 5 blocks).
 
 - ``nasbench_space``: a NAS-Bench-101-like cell DAG (Ying et al. 2019): 3 interior vertices with
   ops from {conv3x3-BN-ReLU, conv1x1-BN-ReLU, maxpool3x3}, the chain edges 0->1->2->3->4 always
@@ -40,6 +43,15 @@ import numpy as np
 from spaces.language import flax_modules as fm
 from spaces.language.cells import nb101_cell
 from spaces.language.compile import is_training, layer_name
+from spaces.language.genetic import (  # noqa: F401  (Table 1's Genetic CNN space, re-exported)
+    GENETIC_CHANNELS,
+    GENETIC_NODES,
+    genetic_active_params,
+    genetic_codes,
+    genetic_gated_space,
+    genetic_space,
+    genetic_topology,
+)
 from spaces.language.hyperparameters import D, DependentHyperparameter
 from spaces.language.library import basic_module, identity, siso_or, siso_repeat, siso_sequential, substitution_module
 from spaces.language.search_space import LanguageSpace
@@ -48,14 +60,14 @@ NB_OPS = ("conv3x3-bn-relu", "conv1x1-bn-relu", "maxpool3x3")
 NB_SKIPS = ((0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 4))  # optional edges of the 5-vertex cell
 NASNET_OPS = ("identity", "sep3x3", "sep5x5", "avg3x3", "max3x3", "conv1x1")
 FLAT_OPS = ("conv1x1", "conv3x3", "sep3x3", "sep5x5", "max3x3", "avg3x3", "identity")
-GENETIC_NODES = (3, 4)
-GENETIC_CHANNELS = (8, 16)
 
 
 # --- NAS-Bench-101-like -------------------------------------------------------------------------
 
 
-def nasbench_space():
+def nasbench_space(stem: int = 8, channels: tuple[int, int] = (8, 16)):
+    """Stem conv (``stem`` channels), cell, 2x2 max pool, cell, global average pool; the cells output
+    ``channels``."""
     h_skips = {f"e{i}_{j}": D([0, 1], name=f"e{i}_{j}") for i, j in NB_SKIPS}
     h_ops = {f"op{v}": D(list(NB_OPS), name=f"op{v}") for v in (1, 2, 3)}
 
@@ -70,7 +82,10 @@ def nasbench_space():
 
         return substitution_module("NBCell", build, {**h_skips, **h_ops}, ["in"], ["out"])
 
-    return siso_sequential([fm.conv_bn_relu(8, 3), cell(8, 8), fm.max_pool(2, 2), cell(8, 16), fm.global_avg_pool()])
+    c1, c2 = channels
+    return siso_sequential(
+        [fm.conv_bn_relu(stem, 3), cell(stem, c1), fm.max_pool(2, 2), cell(c1, c2), fm.global_avg_pool()]
+    )
 
 
 # --- NASNet-like -----------------------------------------------------------------------------------
@@ -154,11 +169,13 @@ def nasnet_cell(hs: list, channels: int, reduction: bool):
     return {"prev": p_in["in"], "prev2": q_align_in["in"]}, proj_out
 
 
-def nasnet_space():
-    normal, reduction = nasnet_cell_hyperparameters(), nasnet_cell_hyperparameters()
-    s_in, s_out = fm.conv_bn_relu(8, 3)
+def nasnet_space(num_blocks: int = 2, stem: int = 8, channels: tuple[int, int, int] = (8, 16, 16)):
+    """Stem conv (``stem``), normal, reduction and normal cells of ``num_blocks`` blocks with ``channels``
+    (the paper's NASNet cells, Zoph et al. 2018, have 5 blocks), global average pool."""
+    normal, reduction = nasnet_cell_hyperparameters(num_blocks), nasnet_cell_hyperparameters(num_blocks)
+    s_in, s_out = fm.conv_bn_relu(stem, 3)
     prev2, prev = s_out, s_out
-    for hs, ch, red in ((normal, 8, False), (reduction, 16, True), (normal, 16, False)):
+    for hs, ch, red in zip((normal, reduction, normal), channels, (False, True, False)):
         c_in, c_out = nasnet_cell(hs, ch, red)
         prev["out"].connect(c_in["prev"])
         prev2["out"].connect(c_in["prev2"])
@@ -171,8 +188,8 @@ def nasnet_space():
 # --- flat ----------------------------------------------------------------------------------------
 
 
-def _flat_layer():
-    h_filters = D([8, 16])
+def _flat_layer(filters: tuple[int, ...]):
+    h_filters = D(list(filters))
     fns = {
         "conv1x1": lambda: fm.conv_bn_relu(h_filters, 1),
         "conv3x3": lambda: fm.conv_bn_relu(h_filters, 3),
@@ -185,149 +202,21 @@ def _flat_layer():
     return siso_or([fns[o] for o in FLAT_OPS], D(list(range(len(FLAT_OPS)))), name="FlatOp")
 
 
-def flat_space():
+def flat_space(stem: int = 8, filters: tuple[int, ...] = (8, 16)):
+    """Stem conv (``stem``), two stages of 1-3 layers, each op's filter count one of ``filters``."""
+
+    def layer():
+        return _flat_layer(tuple(filters))
+
     return siso_sequential(
         [
-            fm.conv_bn_relu(8, 3),
-            siso_repeat(_flat_layer, D([1, 2, 3])),
+            fm.conv_bn_relu(stem, 3),
+            siso_repeat(layer, D([1, 2, 3])),
             fm.max_pool(2, 2),
-            siso_repeat(_flat_layer, D([1, 2, 3])),
+            siso_repeat(layer, D([1, 2, 3])),
             fm.global_avg_pool(),
         ]
     )
-
-
-# --- Genetic CNN -------------------------------------------------------------------------------
-
-
-def genetic_topology(bits, num_nodes: int) -> tuple[list[bool], list[list[int]], list[int]]:
-    """(kept nodes, predecessors of each node (-1 = stage input), nodes summed into the output).
-
-    ``bits`` in Xie & Yuille's order: (1,2), (1,3), (2,3), (1,4), ... (node pairs by target)."""
-    pairs = [(i, j) for j in range(num_nodes) for i in range(j)]
-    if len(bits) != len(pairs):
-        raise ValueError(f"a {num_nodes}-node stage has {len(pairs)} bits, got {len(bits)}")
-    edge = {p: bool(b) for p, b in zip(pairs, bits)}
-    has_in = [any(edge[(i, j)] for i in range(j)) for j in range(num_nodes)]
-    has_out = [any(edge[(j, k)] for k in range(j + 1, num_nodes)) for j in range(num_nodes)]
-    kept = [a or b for a, b in zip(has_in, has_out)]
-    if not any(kept):
-        kept[0] = True
-    preds = [[i for i in range(j) if edge[(i, j)]] or [-1] for j in range(num_nodes)]
-    outs = [j for j in range(num_nodes) if kept[j] and not has_out[j]]
-    return kept, preds, outs
-
-
-def _genetic_bits(num_nodes: int, stage: int) -> list:
-    return [D([0, 1], name=f"s{stage}_{i + 1}{j + 1}") for j in range(num_nodes) for i in range(j)]
-
-
-def _genetic_stage(h_bits: list, num_nodes: int, channels: int):
-    names = [f"b{k}" for k in range(len(h_bits))]
-
-    def build(dh):
-        kept, preds, outs = genetic_topology([dh[n] for n in names], num_nodes)
-        i_in, i_out = fm.conv_bn_relu(channels, 3)  # default input node
-        node_outs = {}
-        for j in range(num_nodes):
-            if not kept[j]:
-                continue
-            n_in, n_out = fm.conv_bn_relu(channels, 3)
-            terms = [i_out if p < 0 else node_outs[p] for p in preds[j]]
-            if len(terms) == 1:
-                terms[0]["out"].connect(n_in["in"])
-            else:
-                a_in, a_out = fm.add(len(terms))
-                for k, t in enumerate(terms):
-                    t["out"].connect(a_in[f"in{k}"])
-                a_out["out"].connect(n_in["in"])
-            node_outs[j] = n_out
-        o_in, o_out = fm.conv_bn_relu(channels, 3)  # default output node
-        if len(outs) == 1:
-            node_outs[outs[0]]["out"].connect(o_in["in"])
-        else:
-            a_in, a_out = fm.add(len(outs))
-            for k, j in enumerate(outs):
-                node_outs[j]["out"].connect(a_in[f"in{k}"])
-            a_out["out"].connect(o_in["in"])
-        return i_in, o_out
-
-    return substitution_module("GeneticStage", build, dict(zip(names, h_bits)), ["in"], ["out"])
-
-
-def _gated_sum(gates: list, type_name: str = "GatedSum"):
-    """Sum of inputs ``in{k}`` scaled by traced 0/1 ``gates`` (dependent hyperparameters)."""
-    n = len(gates)
-
-    def compile_fn(di, dh):
-        del di
-        return lambda di: {"out": sum(dh[f"g{k}"] * di[f"in{k}"] for k in range(n))}
-
-    hs = {f"g{k}": g for k, g in enumerate(gates)}
-    return basic_module(type_name, compile_fn, hs, [f"in{k}" for k in range(n)], traced=tuple(hs))
-
-
-def _genetic_stage_gated(h_bits: list, num_nodes: int, channels: int):
-    deps = {f"b{k}": h for k, h in enumerate(h_bits)}
-
-    def gate(fn):
-        return DependentHyperparameter(
-            lambda dh: float(fn(genetic_topology([dh[f"b{k}"] for k in range(len(deps))], num_nodes))), deps
-        )
-
-    i_in, i_out = fm.conv_bn_relu(channels, 3)  # default input node
-    node_outs = []
-    for j in range(num_nodes):
-        # inputs: the stage input, then nodes 0..j-1; gate = 1 for the node's predecessors (or the input)
-        gates = [gate(lambda t, j=j: -1 in t[1][j])] + [gate(lambda t, i=i, j=j: i in t[1][j]) for i in range(j)]
-        s_in, s_out = _gated_sum(gates)
-        i_out["out"].connect(s_in["in0"])
-        for i in range(j):
-            node_outs[i]["out"].connect(s_in[f"in{i + 1}"])
-        n_in, n_out = fm.conv_bn_relu(channels, 3)
-        s_out["out"].connect(n_in["in"])
-        node_outs.append(n_out)
-    o_in, o_out = _gated_sum([gate(lambda t, j=j: j in t[2]) for j in range(num_nodes)], "GatedOutput")
-    for j in range(num_nodes):
-        node_outs[j]["out"].connect(o_in[f"in{j}"])
-    c_in, c_out = fm.conv_bn_relu(channels, 3)  # default output node
-    o_out["out"].connect(c_in["in"])
-    return i_in, c_out
-
-
-def genetic_space(gated: bool = False):
-    stage = _genetic_stage_gated if gated else _genetic_stage
-    parts = []
-    for s, (k, ch) in enumerate(zip(GENETIC_NODES, GENETIC_CHANNELS)):
-        if s > 0:
-            parts.append(fm.max_pool(2, 2))
-        parts.append(stage(_genetic_bits(k, s + 1), k, ch))
-    parts.append(fm.global_avg_pool())
-    return siso_sequential(parts)
-
-
-def genetic_gated_space():
-    return genetic_space(gated=True)
-
-
-def genetic_codes(g) -> list[list[int]]:
-    """The binary code of each stage of a terminal Genetic graph ``g`` (bits in Xie & Yuille's order)."""
-    values = {h.name.rsplit("-", 1)[0]: h.value for h in g.hyperparameters.values() if h.name.startswith("s")}
-    return [
-        [int(values[f"s{s + 1}_{i + 1}{j + 1}"]) for j in range(k) for i in range(j)]
-        for s, k in enumerate(GENETIC_NODES)
-    ]
-
-
-def genetic_active_params(codes: list[list[int]]) -> int:
-    """Parameters of the structural Genetic network of ``codes`` (one list of bits per stage),
-    without the head: conv3x3 (no bias) + BN scale and bias per default node and kept node."""
-    total, in_ch = 0, 1
-    for code, k, ch in zip(codes, GENETIC_NODES, GENETIC_CHANNELS):
-        kept, _, _ = genetic_topology(code, k)
-        total += (9 * in_ch * ch + 2 * ch) + (1 + sum(kept)) * (9 * ch * ch + 2 * ch)
-        in_ch = ch
-    return total
 
 
 TABLE1 = {
@@ -343,15 +232,30 @@ TABLE1 = {
 FLATTEN_OPTIONS = {"nasbench": {"max_combos": 64}}
 
 
-def table1_space(name: str) -> LanguageSpace:
-    """The ``LanguageSpace`` of Table 1 space ``name`` (``TABLE1``'s keys)."""
+def space_options(name: str) -> list[str]:
+    """The size options (channel widths, blocks, nodes) of Table 1 space ``name``."""
+    import inspect
+
+    return [p for p in inspect.signature(TABLE1[name]).parameters if p != "gated"]
+
+
+def table1_space(name: str, **options) -> LanguageSpace:
+    """The ``LanguageSpace`` of Table 1 space ``name`` (``TABLE1``'s keys) with its size ``options``
+    (``space_options(name)``; lists become tuples). The name records non-default options."""
+    import functools
+
     if name not in TABLE1:
         from spaces.names import unknown
 
         raise ValueError(unknown("Table 1 space", name, sorted(TABLE1)))
-    return LanguageSpace(TABLE1[name], name)
+    bad = sorted(set(options) - set(space_options(name)))
+    if bad:
+        raise ValueError(f"Table 1 space {name!r} has no option(s) {bad}; its options: {space_options(name)}")
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    label = name + "".join(f",{k}={options[k]}" for k in sorted(options))
+    return LanguageSpace(functools.partial(TABLE1[name], **options) if options else TABLE1[name], label)
 
 
-def table1_flat(name: str, **options):
-    """The flattened (``spaces.base.Space``) form of Table 1 space ``name``."""
-    return table1_space(name).flatten(**{**FLATTEN_OPTIONS.get(name, {}), **options})
+def table1_flat(name: str, space: dict | None = None, **options):
+    """The flattened (``spaces.base.Space``) form of Table 1 space ``name`` (size options ``space``)."""
+    return table1_space(name, **(space or {})).flatten(**{**FLATTEN_OPTIONS.get(name, {}), **options})

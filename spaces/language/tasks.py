@@ -8,7 +8,12 @@ evaluation for one flattened space and one data set:
 - ``diabetes_mlp``: an MLP space on scikit-learn's diabetes data (regression, ``-log`` MSE on the
   standardised target);
 - ``genetic_digits``: the Genetic CNN space of Table 1 (``table1.genetic_gated_space``, 512
-  architectures, one compiled program) on digits: the space of the paper's Section 7.2.
+  architectures, one compiled program) on digits: the space of the paper's Section 7.2;
+  ``genetic`` the same, named for other data sets (``dataset="cifar10"``).
+
+``make_task(name, dataset=..., space={...}, **training)``: the data set, the space's size options
+(``table1.space_options``: channel widths, nodes per stage) and the training settings are options, so
+the paper's CIFAR-10 scale is a config change (``configs/paper/language_evolution.py``).
 
 ``task.evaluate(tokens[M, N], seeds[M])`` trains the ``M`` architectures (``training.Trainer``:
 grouped by compiled signature, each group vmapped in one program) and returns
@@ -82,16 +87,17 @@ def diabetes_mlp_space():
     return siso_repeat(layer, D([1, 2, 3]))
 
 
-def _genetic_gated():
+def _genetic_gated(**space):
     from spaces.language.table1 import genetic_gated_space
 
-    return genetic_gated_space()
+    return genetic_gated_space(**space)
 
 
 # task -> (space function, data set, training defaults, report kind)
 TASKS = {
     # Section 7.2's space: Genetic CNN (spaces.language.table1), the code traced: one compiled program
     "genetic_digits": (_genetic_gated, "digits", TrainConfig(epochs=2, batch_size=64, learning_rate=3e-3), "acc_frac"),
+    "genetic": (_genetic_gated, "digits", TrainConfig(epochs=2, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "digits_cnn": (digits_cnn_space, "digits", TrainConfig(epochs=4, batch_size=64, learning_rate=3e-3), "acc_frac"),
     "diabetes_mlp": (
         diabetes_mlp_space,
@@ -133,16 +139,36 @@ class LanguageTask(Objective):
 
 
 @functools.cache
-def _flat_space(task: str) -> FlatLanguageSpace:
-    return FlatLanguageSpace(LanguageSpace(TASKS[task][0], task))
+def _flat_space(task: str, space: tuple = ()) -> FlatLanguageSpace:
+    """The task's flattened space with size options ``space`` (sorted (name, value) pairs)."""
+    if not space:
+        return FlatLanguageSpace(LanguageSpace(TASKS[task][0], task))
+    label = task + "".join(f",{k}={v}" for k, v in space)
+    return FlatLanguageSpace(LanguageSpace(functools.partial(TASKS[task][0], **dict(space)), label))
+
+
+def space_options(task: str) -> list[str]:
+    """The size options of task ``task``'s space (keyword arguments of its space function)."""
+    import inspect
+
+    fn = TASKS[task][0]
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):  # a wrapper: the options of what it wraps
+        from spaces.language.table1 import genetic_gated_space
+
+        params = inspect.signature(genetic_gated_space).parameters
+    return list(params)
 
 
 def available_tasks() -> list[str]:
     return sorted(TASKS)
 
 
-def make_task(name: str, data_dir: str = "", fidelities=(), **train_options) -> LanguageTask:
-    """Task ``name`` with its training defaults, overridden by ``train_options`` (``TrainConfig`` fields).
+def make_task(
+    name: str, data_dir: str = "", dataset: str = "", space: dict | None = None, fidelities=(), **train_options
+) -> LanguageTask:
+    """Task ``name`` with its training defaults, overridden by ``train_options`` (``TrainConfig`` fields), on
+    ``dataset`` (default: the task's) with the space's size options ``space`` (``space_options(name)``).
 
     ``fidelities`` (whole, increasing epoch counts, e.g. ``(1, 2, 4)``): epochs as the fidelity
     (``spaces.language.epoch_training``); the training's ``epochs`` is then the top one."""
@@ -155,9 +181,14 @@ def make_task(name: str, data_dir: str = "", fidelities=(), **train_options) -> 
     bad = sorted(set(train_options) - fields)
     if bad:
         raise ValueError(f"unknown training option(s) {bad}; TrainConfig fields: {sorted(fields)}")
+    space = dict(space or {})
+    bad = sorted(set(space) - set(space_options(name)))
+    if bad:
+        raise ValueError(f"task {name!r}: its space has no option(s) {bad}; its options: {space_options(name)}")
     cfg = dataclasses.replace(cfg, **train_options)
-    data = load(data_name, data_dir)
-    space = _flat_space(name)
+    data = load(dataset or data_name, data_dir)
+    key = tuple(sorted((k, tuple(v) if isinstance(v, list | tuple) else v) for k, v in space.items()))
+    space = _flat_space(name, key)
     if not fidelities:
         return LanguageTask(name, space, data, Trainer(space, data, cfg), report_kind=report_kind)
     budgets = epoch_budgets(name, fidelities)

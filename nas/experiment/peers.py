@@ -71,6 +71,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas.core.multi_fidelity import MultiFidelityOptions
 from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
 from nas.engine import checkpoint
 from nas.engine.host_loop import incumbent_stats, show_progress
@@ -213,7 +214,7 @@ class Peer:
     @property
     def multi_fidelity(self) -> bool:
         """A multi-fidelity peer returns an ``MFHistory`` (one row per finished evaluation)."""
-        return isinstance(self.options, syne_tune_peer.MultiFidelityOptions)
+        return isinstance(self.options, MultiFidelityOptions)
 
     @property
     def identity(self) -> str:

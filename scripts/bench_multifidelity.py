@@ -4,6 +4,7 @@ asynchronous Hyperband in its simulator, ``nas.experiment.syne_tune_peer``) on t
 
     python -m scripts.bench_multifidelity                        # cifar10, 500 seeds, 100 full trainings, W = 4
     python -m scripts.bench_multifidelity --num_trials=100 --peer_seeds=10 --dataset=cifar100
+    python -m scripts.bench_multifidelity --peer_only                   # the peer alone
 
 Prints, per searcher: compile time (the persistent compilation cache is disabled, so this is a real compile),
 run time of the S seeds after compilation (best and median of ``--repeats``, with the process CPU time, since
@@ -32,6 +33,7 @@ _PEER_SEEDS = flags.DEFINE_integer("peer_seeds", 20, "Seeds timed for the peer (
 _QUERIES = flags.DEFINE_integer("max_queries", 100, "Budget in full (200-epoch) trainings.")
 _WORKERS = flags.DEFINE_integer("workers", 4, "Simulated workers W.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed repeats of the compiled call.")
+_PEER_ONLY = flags.DEFINE_bool("peer_only", False, "Time the Syne Tune peer alone (no compiled searcher).")
 
 
 def peak_rss_mib() -> float:
@@ -48,11 +50,37 @@ def final_test_error(bench, fidelity, score, report_score) -> float:
     return float(np.mean(bench.report(rep)))
 
 
+def time_ours(name: str, bench, keys, q: int, w: int) -> dict:
+    """Compile and run ``name`` on ``len(keys)`` seeds in one call: times, memory, final test error."""
+    from nas.core.searcher import make_searcher
+    from nas.engine.multi_fidelity_runner import make_mf_search
+
+    searcher = make_searcher(name, bench.space, fidelities=bench.fidelities, max_queries=q, workers=w)
+    many = jax.jit(jax.vmap(make_mf_search(searcher), in_axes=(0, None)), compiler_options=searcher.compiler_options())
+    t0 = time.perf_counter()
+    compiled = many.lower(keys, bench).compile()
+    compile_s = time.perf_counter() - t0
+    mem = compiled.memory_analysis()
+    times, cpu = [], []
+    for _ in range(_REPEATS.value):
+        t0, c0 = time.perf_counter(), time.process_time()
+        hist = jax.block_until_ready(compiled(keys, bench))
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    out = {
+        "compile_s": compile_s, "run_s": min(times), "median_s": statistics.median(times), "cpu_s": min(cpu),
+        "xla_mib": (mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20,
+        "rss_mib": peak_rss_mib(), "err": final_test_error(bench, hist.fidelity, hist.score, hist.report_score),
+    }  # fmt: skip
+    print(f"{name}: compile {compile_s:.1f} s, run {out['run_s']:.3f} s (CPU {out['cpu_s']:.3f} s, median "
+          f"{out['median_s']:.3f} s), XLA memory {out['xla_mib']:.0f} MiB, peak RSS {out['rss_mib']:.0f} MiB",
+          flush=True)  # fmt: skip
+    return out
+
+
 def main(argv):
     del argv
     jax.config.update("jax_enable_compilation_cache", False)
-    from nas.core.searcher import make_searcher
-    from nas.engine.multi_fidelity_runner import make_mf_search
     from nas.experiment import peers
     from spaces.benchmarks.registry import make_benchmark
 
@@ -63,23 +91,7 @@ def main(argv):
           f"trainings, {w} workers, backend {jax.default_backend()}, {jax.device_count()} device(s)")  # fmt: skip
     rows = []
     for name in _SEARCHERS.value:
-        searcher = make_searcher(name, bench.space, fidelities=bench.fidelities, max_queries=q, workers=w)
-        many = jax.jit(
-            jax.vmap(make_mf_search(searcher), in_axes=(0, None)), compiler_options=searcher.compiler_options()
-        )
-        t0 = time.perf_counter()
-        compiled = many.lower(keys, bench).compile()
-        compile_s = time.perf_counter() - t0
-        mem = compiled.memory_analysis()
-        xla_mib = (mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20
-        times, cpu = [], []
-        for _ in range(_REPEATS.value):
-            t0, c0 = time.perf_counter(), time.process_time()
-            hist = jax.block_until_ready(compiled(keys, bench))
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-        rss = peak_rss_mib()
-        ours_err = final_test_error(bench, hist.fidelity, hist.score, hist.report_score)
+        ours = None if _PEER_ONLY.value else time_ours(name, bench, keys, q, w)
         peer = peers.make_peer("syne_tune", bench.space, fidelities=bench.fidelities, max_queries=q, workers=w,
                                scheduler=name, seeds_per_group=0)  # fmt: skip
         n_peer = _PEER_SEEDS.value
@@ -87,21 +99,23 @@ def main(argv):
         ph = peers.run_peer(peer, bench, keys[:n_peer], progress=False)
         peer_s, peer_cpu = (time.perf_counter() - t0) / n_peer, (time.process_time() - c0) / n_peer
         peer_err = final_test_error(bench, ph.fidelity, ph.score, ph.report_score)
-        ours_per_seed = min(times) / s_count
-        rows.append((name, compile_s, min(times), statistics.median(times), min(cpu), xla_mib, rss, peer_s, peer_cpu,
-                     peer_s / ours_per_seed, ours_err, peer_err, n_peer))  # fmt: skip
-        print(f"{name}: compile {compile_s:.1f} s, run {min(times):.3f} s (CPU {min(cpu):.3f} s, median "
-              f"{statistics.median(times):.3f} s), XLA memory {xla_mib:.0f} MiB, peak RSS {rss:.0f} MiB; peer "
-              f"{peer_s:.3f} s/seed (CPU {peer_cpu:.3f} s; {n_peer} seeds), ratio {peer_s / ours_per_seed:,.0f}; "
-              f"final test error ours {ours_err:.3f} %, peer {peer_err:.3f} %", flush=True)  # fmt: skip
+        print(f"{name}: peer {peer_s:.3f} s/seed (CPU {peer_cpu:.3f} s; {n_peer} seeds), final test error "
+              f"{peer_err:.3f} %", flush=True)  # fmt: skip
+        if ours is not None:
+            ratio = peer_s / (ours["run_s"] / s_count)
+            print(f"{name}: peer / ours per seed {ratio:,.0f}; final test error ours {ours['err']:.3f} %", flush=True)
+            rows.append((name, ours, peer_s, peer_cpu, ratio, peer_err, n_peer))
+    if not rows:
+        return
     print()
     print(f"| searcher (W = {w}) | compile (s) | {s_count} seeds, one call (s) | CPU (s) | XLA memory (MiB) | "
           "peak RSS (MiB) | Syne Tune peer, per seed (s) | peer / ours, per seed | final test error ours / peer "
           "(%) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, c, best, med, cp, xm, rss, ps, pc, ratio, oe, pe, n in rows:
-        print(f"| {name} | {c:.1f} | {best:.2f} (median {med:.2f}) | {cp:.2f} | {xm:.0f} | {rss:.0f} | {ps:.2f} "
-              f"(CPU {pc:.2f}; {n} seeds) | {ratio:,.0f} | {oe:.2f} / {pe:.2f} |")  # fmt: skip
+    for name, o, ps, pc, ratio, pe, n in rows:
+        print(f"| {name} | {o['compile_s']:.1f} | {o['run_s']:.2f} (median {o['median_s']:.2f}) | {o['cpu_s']:.2f} | "
+              f"{o['xla_mib']:.0f} | {o['rss_mib']:.0f} | {ps:.2f} (CPU {pc:.2f}; {n} seeds) | {ratio:,.0f} | "
+              f"{o['err']:.2f} / {pe:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

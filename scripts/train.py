@@ -58,7 +58,7 @@ def main(argv):
     if _DISTRIBUTED.value:
         initialize_distributed()
     enable_compilation_cache(_COMPILATION_CACHE.value)
-    from nas.experiment.report import format_table
+    from nas.experiment.report import format_table, missing_test_data_hint
     from nas.experiment.run import run_experiment
 
     summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
@@ -73,21 +73,10 @@ def main(argv):
                 why = "Syne Tune's random searcher samples with replacement"
             print(f"WARNING: {label} queried {s['repeated_queries']} configurations twice ({why})")
     if summary["split"] == "validation":
-        print(f"NOTE: no test split given; these are VALIDATION figures ({test_data_hint(summary['benchmark'])}).")
+        hint = missing_test_data_hint(summary["benchmark"])
+        print(f"NOTE: no test split given; these are VALIDATION figures ({hint}).")
     print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")
     return 0
-
-
-def test_data_hint(benchmark: str) -> str:
-    """Where the benchmark's test scores would come from: its public file in the data directory, if it has one."""
-    from spaces.benchmarks.data_files import default_path
-    from spaces.benchmarks.registry import data_file_key
-
-    key = data_file_key(benchmark, "test_csv")
-    if key is None:
-        return "this benchmark has no test split"
-    return (f"for test figures put the test file at {default_path(key)} or set --config.test_data; "
-            "README, Optional data files")
 
 
 if __name__ == "__main__":

@@ -101,9 +101,9 @@ def test_train_runs_an_option_the_config_file_does_not_set(tmp_path):
 
 
 def test_validation_note_says_where_the_test_file_goes(monkeypatch, tmp_path):
-    from scripts.train import test_data_hint
+    from nas.experiment.report import missing_test_data_hint
 
     monkeypatch.setenv("NASJAX_DATA", str(tmp_path))
-    hint = test_data_hint("nb201/cifar10")
+    hint = missing_test_data_hint("nb201/cifar10")
     assert str(tmp_path / "nb201" / "nats_bench_test_acc.csv") in hint and "--config.test_data" in hint
-    assert test_data_hint("hpolib/naval_propulsion") == "this benchmark has no test split"
+    assert missing_test_data_hint("hpolib/naval_propulsion") == "this benchmark has no test split"

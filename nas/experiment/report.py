@@ -311,3 +311,15 @@ def format_budget_table(summary: dict) -> str:
         f"{summary['metric']} of the incumbent ({summary['benchmark']}) against compute: budget "
         f"{summary['max_queries']} full evaluations ({top:g} {unit} each)\n" + "\n".join(lines)
     )
+
+
+def missing_test_data_hint(benchmark: str) -> str:
+    """Where the benchmark's test scores would come from: its public file in the data directory, if it has one."""
+    from spaces.benchmarks.data_files import default_path
+    from spaces.benchmarks.registry import data_file_key
+
+    key = data_file_key(benchmark, "test_csv")
+    if key is None:
+        return "this benchmark has no test split"
+    return (f"for test figures put the test file at {default_path(key)} or set --config.test_data; "
+            "README, Optional data files")

@@ -4,9 +4,9 @@ them out; CI runs them)."""
 
 import pytest
 
-# searchers that fit or train networks inside ask/tell (MLP ensembles, GPs, deep kernels, policies,
-# simulators): their programs take most of the suite's compile time
-TRAINING_SEARCHERS = ("bananas", "gp_bo", "reacts", "remaade", "tnas")
+# searchers that fit or train models inside ask/tell (MLP ensembles, GPs, deep kernels, policies,
+# simulators, NASBOT's OTMANN GP, AlphaX's meta-DNN): their programs take most of the suite's compile time
+TRAINING_SEARCHERS = ("alphax", "bananas", "gp_bo", "mf_bananas", "nasbot", "reacts", "remaade", "tnas")
 
 CHEAP = {
     "regularized_evolution": {"population_size": 10, "tournament_size": 4},
@@ -36,6 +36,11 @@ def cheap_options(name: str) -> dict:
     return dict(CHEAP.get(name, {}))
 
 
+def slow_marks(name: str) -> list:
+    """``[pytest.mark.slow]`` for a searcher of ``TRAINING_SEARCHERS``, else no marks."""
+    return [pytest.mark.slow] if name in TRAINING_SEARCHERS else []
+
+
 def searcher_params(names) -> list:
     """``names`` for ``pytest.mark.parametrize``, the ``TRAINING_SEARCHERS`` marked ``slow``."""
-    return [pytest.param(n, marks=pytest.mark.slow) if n in TRAINING_SEARCHERS else n for n in names]
+    return [pytest.param(n, marks=slow_marks(n)) for n in names]

@@ -12,6 +12,8 @@ from spaces.base import CategoricalSpace
 from surrogates import meta_dnn
 from tests.test_nasbot import best_scores
 
+pytestmark = pytest.mark.slow  # AlphaX trains its meta-DNN at every step
+
 
 def constant_net(state):
     """The meta-DNN with every weight zero and its output bias b: it predicts ``b * y_scale + y_mean``."""

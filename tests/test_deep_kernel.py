@@ -26,6 +26,8 @@ from surrogates.reptile import ReptileConfig, reptile_update
 from surrogates.set_encoder import DataSetEncoder, SetEncoder
 from surrogates.task_data import draw_rows
 
+pytestmark = pytest.mark.slow  # deep-kernel GP fits and encoders (TNAS's meta-learned surrogate)
+
 TOKENS = jnp.asarray(np.random.default_rng(0).integers(0, 5, (12, 6)), jnp.int32)
 
 
@@ -203,7 +205,6 @@ def test_marginal_likelihood_matches_float64_numpy_and_ignores_padding(arch_enco
     np.testing.assert_allclose(nll_fn(w, cfg, za, y, mask, *set_args, True), nll, rtol=1e-5)
 
 
-@pytest.mark.slow
 def test_posterior_interpolates_and_finetuning_lowers_the_nll():
     cfg, ax, fx, w, y = _setup("dag")
     mask = jnp.arange(12) < 9

@@ -111,6 +111,7 @@ def test_ridge_surrogate_recovers_a_linear_function():
     np.testing.assert_allclose(cholesky(a), np.linalg.cholesky(np.asarray(a)), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_smbo_returns_the_best_predicted_candidate():
     """With random_prob 0 an ask is the argmax of the fitted surrogate over the candidate pool."""
     obj = objective()

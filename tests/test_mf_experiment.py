@@ -41,6 +41,7 @@ def test_fidelities_come_from_the_benchmark_and_a_mismatch_is_refused():
         searcher_options_of(config, "hyperband", BUDGETS)
 
 
+@pytest.mark.slow
 def test_a_multi_fidelity_run_resumes_bit_for_bit_and_reports_against_compute(tmp_path):
     config = mf_config()
     summary = run_experiment(config, str(tmp_path / "whole"), progress=False)

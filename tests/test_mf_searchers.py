@@ -13,7 +13,7 @@ from nas.searchers import brackets as bk
 from nas.searchers.bohb import good_and_bad
 from nas.searchers.mf_observations import observations_init, observe
 from tests.mf_tables import BUDGETS, PAPER_BUDGETS, SPACE, python_engine, score, toy_table
-from tests.searcher_settings import cheap_options
+from tests.searcher_settings import cheap_options, slow_marks
 
 MF_SEARCHERS = available_searchers(multi_fidelity=True)
 
@@ -154,9 +154,13 @@ def test_bohb_samples_from_its_model_only_once_a_budget_has_enough_points():
 
 
 VARIANTS = [(n, {}) for n in MF_SEARCHERS] + [("mf_bananas", {"variant": "fidelity_feature"})]
+VARIANT_PARAMS = [  # the model-based searcher's runs are slow (tests/searcher_settings.py)
+    pytest.param(n, e, id=n + "".join(f"-{v}" for v in e.values()), marks=slow_marks(n))
+    for n, e in VARIANTS
+]
 
 
-@pytest.mark.parametrize("name,extra", VARIANTS, ids=[n + "".join(f"-{v}" for v in e.values()) for n, e in VARIANTS])
+@pytest.mark.parametrize("name,extra", VARIANT_PARAMS)
 def test_python_loop_equals_scan_no_repeated_pairs(name, extra):
     workers = 2 if name == "asha" else 1
     s = build(name, workers=workers, **extra)

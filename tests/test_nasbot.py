@@ -19,6 +19,8 @@ from surrogates import otmann
 from surrogates.gp import fit_kernel_gp
 from surrogates.layer_graphs import ZETA, mismatch_matrix, network_reader
 
+pytestmark = pytest.mark.slow  # NASBOT fits a GP on OTMANN distances at every step
+
 TOY_LABELS = ("ip", "op", "conv3", "conv5")
 
 

@@ -17,6 +17,8 @@ from nas.core.searcher import make_searcher
 from spaces import nb201
 from surrogates.mlp_ensemble import fit_ensemble, init_ensemble
 
+pytestmark = pytest.mark.slow  # ReACTS trains its policy and simulator at every step
+
 TINY = {"batch_size": 6, "max_queries": 18, "d": 8, "rollouts": 3, "sim_epochs": 5, "sim_members": 2}
 
 
@@ -75,7 +77,6 @@ def test_prefix_values_use_rollouts_from_the_prefix():
     assert not np.allclose(v[:, 0], np.asarray(tokens[:, 0]))
 
 
-@pytest.mark.slow
 def test_warm_started_simulator_runs_and_stays_valid():
     """``sim_warm_epochs``: the simulator is carried between steps (full fit first, then short fits)."""
     s = make_searcher("reacts", nb201.SPACE, sim_warm_epochs=2, **TINY)

@@ -17,6 +17,8 @@ from policies.orderings import make_orderings
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark
 
+pytestmark = pytest.mark.slow  # ReMAADE trains its policy at every step
+
 
 def test_ppo_ratio_is_one_and_equals_reinforce_at_old_params():
     s = make_searcher("remaade", nb201.SPACE, batch_size=10, max_queries=40, d=8, num_orders=3)
@@ -189,7 +191,6 @@ def nb201_runs():
     return out
 
 
-@pytest.mark.slow
 def test_remaade_improves_its_samples_on_nb201(nb201_runs):
     hist, metrics = nb201_runs["remaade"]
     batch_mean = np.asarray(hist.score).reshape(SEEDS, 5, 30).mean(axis=(0, 2))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,6 +20,7 @@ SMALL = ["--config.num_trials=4", "--config.max_queries=12", "--config.report_ev
 TWO = "--config.only=random_search,regularized_evolution"  # fewer compiles; local search runs in test_runner
 
 
+@pytest.mark.slow  # runs the CLI in new processes
 def test_train_writes_outputs_and_rerun_skips(tmp_path, nb201_test_csv):
     wd = tmp_path / "run"
     r = train(
@@ -66,6 +68,7 @@ def one_line_error(r, kind="config error"):
     return lines[0]
 
 
+@pytest.mark.slow  # runs the CLI in new processes
 def test_train_mistakes_get_one_line_and_exit_2(tmp_path):
     line = one_line_error(train("--config.num_trails=5", workdir=tmp_path / "a"))  # typo in an override
     assert "num_trails" in line and "Did you mean" in line and "num_trials" in line
@@ -88,6 +91,7 @@ def test_train_mistakes_get_one_line_and_exit_2(tmp_path):
     assert "cpu_devices" in line
 
 
+@pytest.mark.slow  # runs the CLI in new processes
 def test_train_runs_an_option_the_config_file_does_not_set(tmp_path):
     # configs list every option of their searchers, so any option can be overridden
     r = train(*SMALL, "--config.only=local_search", "--config.searchers.local_search.full_neighborhood=true",

@@ -80,6 +80,10 @@ def categorical(name: str, choices: Sequence[Any], *, when=None, doc: str = "") 
     """Unordered choices (strings, booleans, ...)."""
     if len(choices) < 1 or len(set(map(repr, choices))) != len(choices):
         raise ValueError(f"hyperparameter {name!r}: choices must be non-empty and distinct, got {list(choices)}")
+    # a NaN choice is never equal to itself (a value lookup fails), an infinite one is never a usable setting
+    bad = [c for c in choices if isinstance(c, (float, np.floating)) and not np.isfinite(c)]
+    if bad:
+        raise ValueError(f"hyperparameter {name!r}: numeric choices must be finite, got {bad} in {list(choices)}")
     return Hyperparameter(name, tuple(choices), False, _when(when), doc)
 
 

@@ -32,6 +32,7 @@ BAD = [
     (lambda: hpo.integer("width", 8, 64, num=3.0), r"'width': num \(grid points\) must be an integer >= 1, got 3.0"),
     (lambda: hpo.grid("m", [0.0, NAN]), r"'m': grid values must be finite numbers, got \[0.0, nan\]"),
     (lambda: hpo.grid("m", [0.0, INF]), r"'m': grid values must be finite numbers, got \[0.0, inf\]"),
+    (lambda: hpo.categorical("act", ["relu", NAN]), r"'act': numeric choices must be finite, got \[nan\]"),
     (lambda: hpo.HPOSpace("empty", []), r"empty: an HPOSpace needs one or more hyperparameters"),
     (lambda: hpo.HPOSpace("odd", ["lr"]), r"odd: an HPOSpace needs one or more hyperparameters .* got \['lr'\]"),
     (table(test=[5.0, 6.0], valid=[[90.0], [INF]]), r"t: valid\[1, 0\] = inf is not a finite score"),

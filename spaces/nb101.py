@@ -281,7 +281,12 @@ class NB101Space(Space):
         n = ops.index(OUTPUT) + 1
         if any(o not in (-3, "-3") for o in ops[n:]):
             raise ValueError(f"nb101 spec: only padding (-3) may follow the output, got {spec['ops']}")
-        m = np.asarray(spec["matrix"]).astype(int)
+        raw = np.asarray(spec["matrix"])
+        if raw.dtype == object or (not np.issubdtype(raw.dtype, np.number) and raw.dtype != bool):
+            raise ValueError(f"nb101 spec: matrix must hold numbers 0/1, got dtype {raw.dtype}")
+        m = raw.astype(int)
+        if not np.array_equal(m, raw):  # astype(int) would truncate 0.5 to an edge-free 0
+            raise ValueError("nb101 spec: matrix must be a strictly upper-triangular 0/1 matrix (non-integer entries)")
         if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < n or n > NUM_VERTICES or n < 2:
             raise ValueError(f"nb101 spec: matrix shape {m.shape} does not fit {n} vertices (max 7)")
         if np.any(m[n:]) or np.any(m[:, n:]) or np.any(np.tril(m)) or not np.all(np.isin(m, (0, 1))):

@@ -1,6 +1,7 @@
 """Spaces, tables and architectures refuse what cannot be right, with an error naming the argument and the bad
 value: non-finite or non-integer grid arguments, an empty space, infinite or missing scores and costs, an empty
-table, an architecture of another space or of the wrong type. Meta-training refuses step sizes that diverge."""
+table, an architecture of another space or of the wrong type, a NAS-Bench-101 matrix with non-integer entries.
+Meta-training refuses step sizes that diverge."""
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.language import Architecture, LanguageSpace
 from spaces.language.examples import EXAMPLES
 from spaces.language.flatten import FlatLanguageSpace
+from spaces.nb101 import SPACE as NB101
 from spaces.nb201 import SPACE
 from surrogates.deep_kernel import DeepKernelConfig
 from surrogates.reptile import ReptileConfig
@@ -17,6 +19,8 @@ from surrogates.reptile import ReptileConfig
 NAN, INF = float("nan"), float("inf")
 FIG1 = LanguageSpace(EXAMPLES["figure1"], "figure1")
 ARCH = Architecture((100, 0.5), "figure1")
+NB101_OPS = ["input", "conv3x3-bn-relu", "output"]
+HALF_EDGE = [[0, 0.5, 0], [0, 0, 1], [0, 0, 0]]  # astype(int) would read 0.5 as no edge
 
 
 def table(**arrays):
@@ -33,6 +37,7 @@ BAD = [
     (lambda: hpo.grid("m", [0.0, NAN]), r"'m': grid values must be finite numbers, got \[0.0, nan\]"),
     (lambda: hpo.grid("m", [0.0, INF]), r"'m': grid values must be finite numbers, got \[0.0, inf\]"),
     (lambda: hpo.categorical("act", ["relu", NAN]), r"'act': numeric choices must be finite, got \[nan\]"),
+    (lambda: NB101.from_spec({"matrix": HALF_EDGE, "ops": NB101_OPS}), r"nb101 spec: .*non-integer"),
     (lambda: hpo.HPOSpace("empty", []), r"empty: an HPOSpace needs one or more hyperparameters"),
     (lambda: hpo.HPOSpace("odd", ["lr"]), r"odd: an HPOSpace needs one or more hyperparameters .* got \['lr'\]"),
     (table(test=[5.0, 6.0], valid=[[90.0], [INF]]), r"t: valid\[1, 0\] = inf is not a finite score"),

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from nas.core.searcher import make_searcher
-from nas.engine.runner import make_search
 from scripts.otmann_checks import exact_otmann
 from spaces.benchmarks.hpolib import SPACE as HPOLIB
 from spaces.benchmarks.registry import make_benchmark
@@ -126,17 +125,3 @@ def test_fitted_kernel_matrix_is_positive_semidefinite():
         assert ev.min() > -1e-6 * ev.max(), (seed, ev.min())
         assert ev.min() + np.exp(float(theta["log_noise"])) > 0
 
-
-def best_scores(name, seeds, **options):
-    b = bench()
-    s = make_searcher(name, b.space, **options)
-    run = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))
-    h = run(jax.random.split(jax.random.PRNGKey(11), seeds), b)
-    return np.asarray(h.score).max(axis=1)
-
-
-def test_nasbot_beats_random_search_on_nb201():
-    opts = {"max_queries": 40, "gp_steps": 30, "num_candidates": 40, "mutations_per_generation": 20}
-    nasbot = best_scores("nasbot", 8, **opts)
-    rand = best_scores("random_search", 8, max_queries=40)
-    assert nasbot.mean() > rand.mean() + 0.1, (nasbot.mean(), rand.mean())

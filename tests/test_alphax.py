@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from nas.core.searcher import make_searcher
+from nas.engine.runner import make_search
 from nas.searchers.mcts import uct_values
 from spaces.base import CategoricalSpace
+from spaces.benchmarks.registry import make_benchmark
 from surrogates import meta_dnn
-from tests.test_nasbot import best_scores
 
 pytestmark = pytest.mark.slow  # AlphaX trains its meta-DNN at every step
 
@@ -63,6 +64,15 @@ def test_meta_dnn_learns_a_linear_function():
     state, loss = jax.jit(lambda s: meta_dnn.train(jax.random.PRNGKey(2), s, x, y, jnp.arange(64) < 48, cfg))(state)
     err = np.asarray(meta_dnn.predict(state, x, cfg) - y)
     assert float(loss) < 0.05 and np.abs(err[:48]).mean() < 0.2 * np.abs(np.asarray(y)).mean()
+
+
+def best_scores(name, seeds, **options):
+    """The best validation score of each of ``seeds`` runs of ``name`` on NB201 cifar10."""
+    b = make_benchmark("nb201/cifar10")
+    s = make_searcher(name, b.space, **options)
+    run = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))
+    h = run(jax.random.split(jax.random.PRNGKey(11), seeds), b)
+    return np.asarray(h.score).max(axis=1)
 
 
 def test_alphax_beats_random_search_on_nb201():

@@ -135,6 +135,7 @@ def test_gp_likelihood_exact_and_padding_invariant():
         assert float(g2[k]) == pytest.approx(float(g1[k]), rel=1e-3, abs=1e-4)
 
 
+@pytest.mark.slow  # fits a GP's hyperparameters (model training)
 def test_gp_fit_posterior_padded_equals_unpadded_and_numpy():
     cfg = gpm.GPConfig(kernel="hamming", fit_steps=50)
     x, y = _data(80)
@@ -158,6 +159,7 @@ def test_gp_fit_posterior_padded_equals_unpadded_and_numpy():
     assert float(jnp.mean(jnp.abs(m1 - y[50:]))) < 0.5 * float(np.mean(np.abs(y[50:] - y[:50].mean())))
 
 
+@pytest.mark.slow  # fits a GP's hyperparameters (model training)
 def test_gp_fit_improves_likelihood_and_sample_shapes():
     cfg = gpm.GPConfig(kernel="rbf", fit_steps=60)
     x, y = _data(50, seed=3)

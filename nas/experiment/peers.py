@@ -58,7 +58,7 @@ Checkpoints (every peer): ``ckpt_path`` holds the finished groups of seeds (``se
 a rerun skips them and gives identical numbers. Progress: the TPE peer's query program is
 compiled ahead under a ``compiling <label> ...`` line, and the bar is redrawn after every
 query of a group (a group of TPE seeds can take minutes on a training objective); the
-Syne Tune peer redraws it after every seed.
+Syne Tune peer after every group (a seed takes a fraction of a second on a table).
 """
 
 from __future__ import annotations

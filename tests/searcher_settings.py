@@ -1,12 +1,15 @@
 """Cheap options per registered searcher for the contract tests (small networks, few epochs), and which
-searchers train networks at every step (their runs are marked ``slow``: ``pytest -m "not slow"`` leaves
+searchers are slow to compile (their runs are marked ``slow``: ``pytest -m "not slow"`` leaves
 them out; CI runs them)."""
 
 import pytest
 
-# searchers that fit or train models inside ask/tell (MLP ensembles, GPs, deep kernels, policies,
-# simulators, NASBOT's OTMANN GP, AlphaX's meta-DNN): their programs take most of the suite's compile time
-TRAINING_SEARCHERS = ("alphax", "bananas", "gp_bo", "mf_bananas", "nasbot", "reacts", "remaade", "tnas")
+# searchers whose runs are slow to compile: those that fit or train models inside ask/tell (MLP ensembles,
+# GPs, deep kernels, policies, simulators, NASBOT's OTMANN GP, AlphaX's meta-DNN, BOHB's KDEs), and
+# warm_start, which compiles its inner searcher with the design's replacement draws
+SLOW_SEARCHERS = (
+    "alphax", "bananas", "bohb", "gp_bo", "mf_bananas", "nasbot", "reacts", "remaade", "tnas", "warm_start",
+)  # fmt: skip
 
 CHEAP = {
     "regularized_evolution": {"population_size": 10, "tournament_size": 4},
@@ -37,10 +40,10 @@ def cheap_options(name: str) -> dict:
 
 
 def slow_marks(name: str) -> list:
-    """``[pytest.mark.slow]`` for a searcher of ``TRAINING_SEARCHERS``, else no marks."""
-    return [pytest.mark.slow] if name in TRAINING_SEARCHERS else []
+    """``[pytest.mark.slow]`` for a searcher of ``SLOW_SEARCHERS``, else no marks."""
+    return [pytest.mark.slow] if name in SLOW_SEARCHERS else []
 
 
 def searcher_params(names) -> list:
-    """``names`` for ``pytest.mark.parametrize``, the ``TRAINING_SEARCHERS`` marked ``slow``."""
+    """``names`` for ``pytest.mark.parametrize``, the ``SLOW_SEARCHERS`` marked ``slow``."""
     return [pytest.param(n, marks=slow_marks(n)) for n in names]

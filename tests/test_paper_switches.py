@@ -147,6 +147,7 @@ def test_no_graph_encoder_kernel_reads_the_matrix_encoding_and_drives_tnas(tmp_p
     assert len(set(ids.tolist())) == 6 and np.all(np.isfinite(hist.score))
 
 
+@pytest.mark.slow  # a warm_start run (tests/searcher_settings.py)
 def test_warm_start_queries_the_design_first_and_never_repeats(tmp_path):
     design = "3,3,4,1,3,1;0,1,2,3,4,0;4,4,4,4,4,4"
     d = np.asarray([[3, 3, 4, 1, 3, 1], [0, 1, 2, 3, 4, 0], [4, 4, 4, 4, 4, 4]])

@@ -74,7 +74,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.multi_fidelity import MultiFidelityOptions
+from nas.core.multi_fidelity import MultiFidelityOptions, MultiFidelitySearcher
 from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
 from nas.engine import checkpoint
 from nas.engine.host_loop import compile_ahead, incumbent_stats, show_progress
@@ -231,7 +231,7 @@ class Peer:
     @property
     def max_evaluations(self) -> int:
         """A multi-fidelity peer's history rows: the bound our engine uses for the same options."""
-        return syne_tune_peer.empty_history(self.space, self.options, 0)["score"].shape[1]
+        return MultiFidelitySearcher(self.space, self.options).max_evaluations
 
     def proposer(self, key: jax.Array):
         seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))

@@ -27,14 +27,11 @@ PREDICTORS = ("ensemble", "gp")
 
 
 @dataclasses.dataclass(frozen=True)
-class BananasOptions(BOOptions):
-    """Attributes (and those of ``BOOptions``):
-    predictor: ``ensemble`` (the paper's meta neural network) or ``gp`` (its GP ablation).
-    num_members, num_layers, width, learning_rate, epochs, mlp_batch_size, loss:
-      the MLP ensemble (5, 10, 20, 0.01, 150, 32, ``mae``).
-    """
+class EnsembleOptions:
+    """BANANAS' meta neural network, an MLP ensemble (shared by the multi-fidelity BANANAS):
+    num_members, num_layers, width, learning_rate, epochs, mlp_batch_size, loss
+      (5, 10, 20, 0.01, 150, 32, ``mae``)."""
 
-    predictor: str = "ensemble"
     num_members: int = 5
     num_layers: int = 10
     width: int = 20
@@ -43,11 +40,23 @@ class BananasOptions(BOOptions):
     mlp_batch_size: int = 32
     loss: str = "mae"
 
+    def check_ensemble(self):
+        one_of(self, "loss", ("mae", "mse"))
+        positive(self, "num_members", "num_layers", "width", "epochs", "mlp_batch_size")
+
+
+@dataclasses.dataclass(frozen=True)
+class BananasOptions(EnsembleOptions, BOOptions):
+    """Attributes (and those of ``BOOptions`` and ``EnsembleOptions``):
+    predictor: ``ensemble`` (the paper's meta neural network) or ``gp`` (its GP ablation).
+    """
+
+    predictor: str = "ensemble"
+
     def check(self):
         super().check()
         one_of(self, "predictor", PREDICTORS)
-        one_of(self, "loss", ("mae", "mse"))
-        positive(self, "num_members", "num_layers", "width", "epochs", "mlp_batch_size")
+        self.check_ensemble()
 
 
 @register("bananas")

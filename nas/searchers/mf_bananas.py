@@ -37,7 +37,7 @@ from flax import struct
 from nas.core.dedup import seen_contains, seen_insert
 from nas.core.searcher import feature_kind, one_of, positive, register
 from nas.searchers import brackets as bk
-from nas.searchers.bananas import ensemble_config
+from nas.searchers.bananas import EnsembleOptions, ensemble_config
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing
 from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe, run_if
 from nas.searchers.successive_halving import BracketOptions, BracketSearcher
@@ -48,14 +48,14 @@ VARIANTS = ("highest_fidelity", "fidelity_feature")
 
 
 @dataclasses.dataclass(frozen=True)
-class MFBananasOptions(BracketOptions):
+class MFBananasOptions(EnsembleOptions, BracketOptions):
     """Attributes (and those of ``BracketOptions``):
     variant: ``highest_fidelity`` (a) or ``fidelity_feature`` (b) (module docstring).
     brackets: ``hyperband`` (every bracket in turn) or ``successive_halving`` (the lowest one).
     num_init: results the ensemble needs before it proposes (10, BANANAS' t0).
     encoding, acquisition, num_candidates, patience, max_edits, dedup_encoding: the BANANAS step
       (``nas.searchers.bo``).
-    num_members, num_layers, width, learning_rate, epochs, mlp_batch_size, loss: the ensemble (BANANAS').
+    The ensemble: ``EnsembleOptions`` (BANANAS').
     """
 
     variant: str = "highest_fidelity"
@@ -69,13 +69,6 @@ class MFBananasOptions(BracketOptions):
     max_edits: int = 2
     num_random: int = 100
     dedup_encoding: bool = True
-    num_members: int = 5
-    num_layers: int = 10
-    width: int = 20
-    learning_rate: float = 0.01
-    epochs: int = 150
-    mlp_batch_size: int = 32
-    loss: str = "mae"
 
     def check(self):
         super().check()
@@ -83,9 +76,8 @@ class MFBananasOptions(BracketOptions):
         one_of(self, "brackets", ("hyperband", "successive_halving"))
         one_of(self, "acquisition", ACQUISITIONS)
         one_of(self, "acq_opt", ACQ_OPTS)
-        one_of(self, "loss", ("mae", "mse"))
-        positive(self, "num_init", "num_candidates", "patience", "max_edits", "num_random", "num_members",
-                 "num_layers", "width", "epochs", "mlp_batch_size")  # fmt: skip
+        positive(self, "num_init", "num_candidates", "patience", "max_edits", "num_random")
+        self.check_ensemble()
 
 
 @struct.dataclass

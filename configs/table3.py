@@ -18,10 +18,11 @@ hpolib/naval_propulsion, nb101):
 NASBOT (Kandasamy et al. 2018) and AlphaX (Wang et al. 2019), the table's other searchers built here, take
 their papers' settings (``nas/searchers/nasbot.py``, ``nas/searchers/alphax.py``; NASBOT: t0 = k = 10, EI
 maximized by its evolutionary algorithm). NASBOT solves a transport problem per pair of networks and
-refits its GP every 10 queries: alone, at 100 trials,
+refits its GP every 10 queries; alone (500 trials: ~21 min and 10 GB on a 2-core CPU; fewer with
+``--config.num_trials``),
 
     python -m scripts.train --config configs/table3.py --workdir /tmp/table3_c10_nasbot \
-        --config.only=nasbot --config.num_trials=100 --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
+        --config.only=nasbot --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
 NAS-Bench-201 test accuracies come from NATS-Bench's CSV (``--config.test_data``; without it
 the report says it shows validation error). NAS-Bench-101 uses

@@ -1,7 +1,8 @@
 """Predictor quality (BANANAS Table 1 / Figure 3): MLP-ensemble MAE, adjacency vs path encoding.
 
-    python -m scripts.predictor_quality --config configs/bananas_predictor.py:nb201 --out /tmp/pred_nb201.json
-    python -m scripts.predictor_quality --config configs/bananas_predictor.py:nb101 \
+    python -m scripts.experiments.predictor_quality --config configs/bananas_predictor.py:nb201 \
+        --out /tmp/pred_nb201.json
+    python -m scripts.experiments.predictor_quality --config configs/bananas_predictor.py:nb101 \
         --config.data_path=../shared/data/nb101/data-1k.json --out /tmp/pred_nb101.json
 
 Each trial draws a training set of ``n`` architectures and a disjoint held-out set uniformly from

@@ -14,7 +14,7 @@ The chosen setting (``LONG_BUDGET``) against the paper's (no bonus) on other ben
     python -m scripts.train --config configs/remaade_long.py:nb201/cifar100,confirm \
         --workdir /tmp/remaade_long_c100 --cpu_devices=1 --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
-Tables and figures: ``python -m scripts.remaade_long_figures --workdirs=/tmp/remaade_long_naval``.
+Tables and figures: ``python -m scripts.figures.remaade_long_figures --workdirs=/tmp/remaade_long_naval``.
 """
 
 from configs import default

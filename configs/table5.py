@@ -9,7 +9,7 @@ default here is the largest table shipped with the packages, HPOLib Naval Propul
 configurations; 3,200 queries are 5% of it); NAS-Bench-201 (15,625 cells, 20%) saturates.
 
     python -m scripts.train --config configs/table5.py --workdir /tmp/table5_naval --config.num_trials=100
-    python -m scripts.remaade_long_figures --workdirs=/tmp/table5_naval
+    python -m scripts.figures.remaade_long_figures --workdirs=/tmp/table5_naval
     python -m scripts.train --config configs/table5.py:nb101 --workdir /tmp/table5_nb101 \
         --config.data_path=/path/to/nasbench_only108.tfrecord
 """

@@ -18,7 +18,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from nas.experiment import cli
-from scripts.tnas_settings import PARAMS_NAME, settings
+from nas.experiment.tnas_settings import PARAMS_NAME, settings
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "TNAS config file (configs/<suite>_tnas.py:<target>).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory for tnas_params.npz (created; reused to resume).")

@@ -41,8 +41,8 @@ def language(tmp_path, **over):
 
 
 def meta_train(tmp_path, **over):
+    from nas.experiment.tnas_settings import settings
     from scripts.meta_train import check_meta_budget
-    from scripts.tnas_settings import settings
 
     config = nb201_tnas.get_config("cifar10")
     config.meta.update(over)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nas.core.searcher import make_searcher
-from scripts.otmann_checks import exact_otmann
+from scripts.experiments.otmann_checks import exact_otmann
 from spaces.benchmarks.hpolib import SPACE as HPOLIB
 from spaces.benchmarks.registry import make_benchmark
 from spaces.nb101 import NB101Space

@@ -171,7 +171,7 @@ def test_paper_config_validates():
     assert (paper.ppo_epochs, paper.ppo_objective, paper.entropy_coef) == (1, "literal", 0.0)
 
 
-SEEDS = 64  # the 256-seed comparison with random search is scripts/search_quality.py
+SEEDS = 64  # the 256-seed comparison with random search is scripts/experiments/search_quality.py
 
 
 @pytest.fixture(scope="module")

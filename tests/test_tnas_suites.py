@@ -11,7 +11,7 @@ from configs import hpobench_tnas, hpolib_tnas, mlp_tnas, nasbench_graph_tnas
 from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
 from nas.experiment import cli
-from scripts.tnas_settings import settings
+from nas.experiment.tnas_settings import settings
 from spaces.base import CategoricalSpace
 from spaces.benchmarks import nasbench_graph
 from spaces.benchmarks.hpobench import SPACE as HPOBENCH_SPACE
@@ -154,7 +154,7 @@ def test_searcher_identity_keys_on_the_parameter_files_contents(tmp_path):
 
 
 def test_tnas_figures_errors_follow_the_validation_incumbent_and_rank_over_targets():
-    from scripts.tnas_figures import incumbent_error, mean_ranks, queries_to_reach
+    from scripts.figures.tnas_figures import incumbent_error, mean_ranks, queries_to_reach
 
     score = np.asarray([[0.5, 0.9, 0.7]])  # validation: the incumbent changes at query 2 only
     report = np.asarray([[0.6, 0.8, 0.99]])

@@ -5,7 +5,7 @@ configs/table3.py), 150 queries, 500 trials as in the paper:
 
     python -m scripts.train --config configs/paper/reacts.py:nb201/cifar10 --workdir /tmp/paper_reacts \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
-    python -m scripts.paired_effects --workdir /tmp/paper_reacts --reference reacts
+    python -m scripts.experiments.paired_effects --workdir /tmp/paper_reacts --reference reacts
 
 The text's items (docs/fidelity.md, "ReMAADE and ReACTS"): the simulator phi^t computed at every step
 from all batches so far with the weights of eq. 20 (Algorithm 2, line 6: a fit from scratch; the

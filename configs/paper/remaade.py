@@ -5,7 +5,7 @@ benchmark named by the argument (NB201 cifar10 by default; the benchmarks of con
 
     python -m scripts.train --config configs/paper/remaade.py:nb201/cifar10 --workdir /tmp/paper_remaade \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
-    python -m scripts.paired_effects --workdir /tmp/paper_remaade --reference remaade
+    python -m scripts.experiments.paired_effects --workdir /tmp/paper_remaade --reference remaade
 
 The text's items (docs/fidelity.md, "ReMAADE and ReACTS"): the clipped objective as printed in eq. 11,
 ``A min(r, clip(r, 1 - eps, 1 + eps))`` (the library: Schulman's ``min(r A, clip(r) A)``); one update

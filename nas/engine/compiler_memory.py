@@ -5,7 +5,7 @@ allocates ~0.7 GB of compiler heap on the CPU client. The compiler frees it when
 glibc keeps the freed pages in its per-thread arenas, and the program's own buffers (one large
 ``mmap`` per execution) cannot reuse them: the process' peak memory becomes compiler heap +
 run-time buffers. ``malloc_trim(0)`` after each backend compilation returns those pages (ReACTS,
-500 seeds, ``scripts/bench_policies.py``: peak RSS 2.15 GB -> 1.55 GB). A no-op where the C library
+500 seeds, ``scripts/bench/bench_policies.py``: peak RSS 2.15 GB -> 1.55 GB). A no-op where the C library
 has no ``malloc_trim`` (macOS, musl).
 """
 

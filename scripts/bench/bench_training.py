@@ -1,6 +1,6 @@
 """Speed of the MLP-training objective: B configurations trained in one vmapped program vs one at a time.
 
-    python -m scripts.bench_training [--dataset=diabetes] [--batch=64] [--sklearn_configs=16] [--reps=3] \
+    python -m scripts.bench.bench_training [--dataset=diabetes] [--batch=64] [--sklearn_configs=16] [--reps=3] \
         [--max_iter=200] [--segment_size=0]
 
 ``--batch`` configurations are drawn from the Section VIII space (``spaces.hpo.mlp_space``, seed

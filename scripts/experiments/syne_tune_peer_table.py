@@ -2,8 +2,8 @@
 compute budget in full (200-epoch) trainings, S seeds (the keys of a config with ``seed`` 0 and ``num_trials``
 S, so the rows sit beside ``scripts.train`` runs of single-fidelity searchers with the same seeds).
 
-    python -m scripts.syne_tune_peer_table                                   # 3 datasets, 100 seeds
-    python -m scripts.syne_tune_peer_table --datasets=cifar10 --num_trials=20
+    python -m scripts.experiments.syne_tune_peer_table                                   # 3 datasets, 100 seeds
+    python -m scripts.experiments.syne_tune_peer_table --datasets=cifar10 --num_trials=20
 
 The compute axis: the resource of the results in so far, in the order they arrived, over the top budget; the
 incumbent at ``x`` full trainings is the best configuration evaluated at 200 epochs among the results whose

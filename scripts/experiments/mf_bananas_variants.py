@@ -1,7 +1,7 @@
 """The two multi-fidelity BANANAS variants side by side (``nas.searchers.mf_bananas``), with Hyperband and
 BOHB for reference: the incumbent's test error at 10/25/50/100 % of a compute budget, mean +- s.e.
 
-    python -m scripts.mf_bananas_variants --seeds 50 --benchmark nb201/cifar10 \
+    python -m scripts.experiments.mf_bananas_variants --seeds 50 --benchmark nb201/cifar10 \
         --test_csv ../shared/data/nb201/nats_bench_test_acc.csv \
         --fidelity_data ../shared/data/nb201/mini_nb201_12epoch.pd
 

@@ -1,7 +1,8 @@
 """Speed and memory of TNAS (Shala, Elsken, Hutter & Grabocka, 2023): meta-training and meta-test.
 
-    python -m scripts.bench_tnas --config=configs/nb201_tnas.py:cifar10 --outer_steps=100 --seeds=100 --queries=100
-    python -m scripts.bench_tnas --config=configs/nb201_tnas.py:cifar10 --outer_steps=50 --seeds=10 --queries=30
+    python -m scripts.bench.bench_tnas --config=configs/nb201_tnas.py:cifar10 --outer_steps=100 --seeds=100 \
+        --queries=100
+    python -m scripts.bench.bench_tnas --config=configs/nb201_tnas.py:cifar10 --outer_steps=50 --seeds=10 --queries=30
 
 Two phases, each printed as one ``RESULT`` JSON line per run:
 
@@ -33,7 +34,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from nas.engine.devices import use_cpu_cores
-from scripts.compile_stats import CompileStats
+from scripts.bench.compile_stats import CompileStats
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", "configs/nb201_tnas.py:cifar10", "TNAS config (configs/<suite>_tnas.py:<target>)."
@@ -89,7 +90,7 @@ def _print(phase: str, row: dict, extra: str = "") -> None:
 
 
 def bench_meta_training(config, stats: CompileStats, out_path: str):
-    from scripts.tnas_settings import settings
+    from nas.experiment.tnas_settings import settings
     from spaces.benchmarks.registry import make_benchmark
     from surrogates.meta_training import meta_train, source_tasks
 

@@ -5,8 +5,8 @@ slow for the test suite. Each check runs both searchers on the same seeds in one
 compiled call, prints the mean incumbent metric of each and a Welch t statistic,
 and exits with status 1 when a check fails.
 
-    python -m scripts.search_quality                                   # both checks
-    python -m scripts.search_quality --checks=bananas --seeds=24 \\
+    python -m scripts.experiments.search_quality                                   # both checks
+    python -m scripts.experiments.search_quality --checks=bananas --seeds=24 \\
         --test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
 Checks:

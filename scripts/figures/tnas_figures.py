@@ -1,6 +1,6 @@
 """Leave-one-task-out figures for TNAS: anytime curves per target and the mean rank across targets.
 
-    python -m scripts.tnas_figures --runs=cifar10:/tmp/tnas_exp/cifar10,cifar100:/tmp/tnas_exp/cifar100,\
+    python -m scripts.figures.tnas_figures --runs=cifar10:/tmp/tnas_exp/cifar10,cifar100:/tmp/tnas_exp/cifar100,\
 imagenet16:/tmp/tnas_exp/imagenet16 --out=docs/figures/tnas_nb201.png
 
 Each run folder is a ``scripts.train`` workdir of ``configs/<suite>_tnas.py:<target>``. After ``t``

@@ -1,6 +1,6 @@
 """Rank correlation between the fidelities of the benchmarks that have them (Spearman's rho, Kendall's tau-b).
 
-    python -m scripts.fidelity_correlation [--nb201_12epoch=../shared/data/nb201/mini_nb201_12epoch.pd]
+    python -m scripts.experiments.fidelity_correlation [--nb201_12epoch=../shared/data/nb201/mini_nb201_12epoch.pd]
         [--nb201_test_csv=../shared/data/nb201/nats_bench_test_acc.csv]
         [--nb101_data1k=../shared/data/nb101/data-1k.json] [--nb101_data=PATH]
         [--mlp_tasks=naval] [--mlp_samples=200] [--mlp_fidelities=50,100,200,400,800] [--seed=0]

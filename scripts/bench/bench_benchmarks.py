@@ -1,6 +1,6 @@
 """Speed of the tabular benchmarks: load time and batched query throughput.
 
-    python -m scripts.bench_benchmarks [--names=nb201/cifar10,...] [--all] [--batches=4096,65536] [--reps=20]
+    python -m scripts.bench.bench_benchmarks [--names=nb201/cifar10,...] [--all] [--batches=4096,65536] [--reps=20]
 
 For each table: the load time from the ``.npz`` cache and from the package
 pickles (a fresh temporary cache), then ``jax.jit(bench.query)`` on batches of
@@ -110,7 +110,7 @@ def main(argv) -> None:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     batches = [int(b) for b in _BATCHES.value]
     known = registry.available_benchmarks()
-    tables = [n for n in known if not n.startswith(("nb101", "mlp/"))]  # mlp/*: scripts/bench_training.py
+    tables = [n for n in known if not n.startswith(("nb101", "mlp/"))]  # mlp/*: scripts/bench/bench_training.py
     names = tables if _ALL.value else (_NAMES.value or list(DEFAULT))
     bad = [n for n in names if n not in tables]
     if bad:

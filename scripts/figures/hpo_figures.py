@@ -1,6 +1,6 @@
 """Tables and anytime curves of the Section VIII experiment (``configs/hpo_mlp.py``) from its workdirs.
 
-    python -m scripts.hpo_figures --workdirs=/tmp/hpo_boston,/tmp/hpo_naval --out=docs/figures/hpo_mlp.png
+    python -m scripts.figures.hpo_figures --workdirs=/tmp/hpo_boston,/tmp/hpo_naval --out=docs/figures/hpo_mlp.png
 
 For each workdir (one data set) and searcher (``history/<label>.npz``): validation and test RMSE of the
 incumbent (the best validation RMSE so far, ``nas.engine.incumbent.incumbent_curve``) after 30 / 70 / 100

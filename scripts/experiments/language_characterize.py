@@ -9,7 +9,7 @@ group's wall time, compilation excluded) and validation/test accuracy are writte
 ``--out`` (JSON, rewritten after every batch, so a stopped run keeps what it trained), and
 ``--figure`` plots validation accuracy against parameters and against training time.
 
-    python -m scripts.language_characterize --num_samples=128 --epochs=5 \
+    python -m scripts.experiments.language_characterize --num_samples=128 --epochs=5 \
         --out=docs/figures/language_figure8.json --figure=docs/figures/language_figure8.png
 
 ``--plot_only`` redraws the figure from ``--out``.

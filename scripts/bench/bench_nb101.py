@@ -1,6 +1,6 @@
 """Throughput figures for the NAS-Bench-101 data layer (run from the repo root).
 
-    python -m scripts.bench_nb101
+    python -m scripts.bench.bench_nb101
 
 1. canonical index: jit(vmap(SPACE.string_id)) on 100,000 uniform valid cells;
 2. TFRecord framing + CRC-32C (frame_records) on a ~200 MB file made of

@@ -2,9 +2,9 @@
 one compiled call (``jax.jit(jax.vmap(make_mf_search(searcher)))``), beside the Syne Tune peer (its ASHA and
 asynchronous Hyperband in its simulator, ``nas.experiment.syne_tune_peer``) on the same table and budget.
 
-    python -m scripts.bench_multifidelity                        # cifar10, 500 seeds, 100 full trainings, W = 4
-    python -m scripts.bench_multifidelity --num_trials=100 --peer_seeds=10 --dataset=cifar100
-    python -m scripts.bench_multifidelity --peer_only                   # the peer alone
+    python -m scripts.bench.bench_multifidelity                        # cifar10, 500 seeds, 100 full trainings, W = 4
+    python -m scripts.bench.bench_multifidelity --num_trials=100 --peer_seeds=10 --dataset=cifar100
+    python -m scripts.bench.bench_multifidelity --peer_only                   # the peer alone
 
 Prints, per searcher: compile time (the persistent compilation cache is disabled, so this is a real compile),
 run time of the S seeds after compilation (best and median of ``--repeats``, with the process CPU time, since

@@ -7,7 +7,7 @@ number of distinct architectures trained) and draws Figure 9: the best validatio
 against architectures sampled (mean +- s.e.) and the histogram of the validation accuracies of
 every architecture each searcher trained.
 
-    python -m scripts.language_table2_figure --workdir=/tmp/lang_table2 \
+    python -m scripts.figures.language_table2_figure --workdir=/tmp/lang_table2 \
         --figure=docs/figures/language_figure9.png
 """
 

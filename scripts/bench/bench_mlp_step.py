@@ -1,6 +1,7 @@
-"""How fast can one MLP training step be on this machine? The arithmetic bound behind ``scripts/bench_training``.
+"""How fast can one MLP training step be on this machine? The arithmetic bound behind ``bench_training``.
 
-    python -m scripts.bench_mlp_step [--widths=8,32,128] [--batches=64,256] [--rows=64] [--features=10] [--steps=200]
+    python -m scripts.bench.bench_mlp_step [--widths=8,32,128] [--batches=64,256] [--rows=64] [--features=10] \
+        [--steps=200]
 
 A bare one-hidden-layer tanh MLP (no masks, no optimizer state, SGD), ``--steps`` steps on ``--rows`` rows
 drawn per step from random data of the diabetes shape (442 x ``--features``), trained three ways:

@@ -1,10 +1,10 @@
 """Time to the first result: the default job as a new user runs it, whole process, cold compilation cache.
 
-    python -m scripts.bench_startup --runs=3
-    python -m scripts.bench_startup --runs=3 --config=configs/default.py:... --cold_tables
-    python -m scripts.bench_startup --runs=3 --study          # the README's 16-trial Study example
-    python -m scripts.bench_startup --runs=3 --repo=/path/to/another/checkout   # e.g. an older commit
-    python -m scripts.bench_startup --phases          # one cold run, CPU seconds per phase
+    python -m scripts.bench.bench_startup --runs=3
+    python -m scripts.bench.bench_startup --runs=3 --config=configs/default.py:... --cold_tables
+    python -m scripts.bench.bench_startup --runs=3 --study          # the README's 16-trial Study example
+    python -m scripts.bench.bench_startup --runs=3 --repo=/path/to/another/checkout   # e.g. an older commit
+    python -m scripts.bench.bench_startup --phases          # one cold run, CPU seconds per phase
 
 Each run is ``python -m scripts.train --config <config> --workdir <new folder>`` in a fresh process with an
 empty JAX compilation cache (a new ``--compilation_cache`` folder), so every program compiles, as on a
@@ -41,7 +41,7 @@ _COLD_TABLES = flags.DEFINE_bool("cold_tables", False, "Empty table cache too ($
 _STUDY = flags.DEFINE_bool("study", False, "Time the README's Study example instead of the train job.")
 _REPO = flags.DEFINE_string("repo", "", "Checkout whose code runs (default: this one).")
 _PHASES = flags.DEFINE_bool("phases", False, "One cold run of the default job, CPU seconds per phase.")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMPORTS = "import scripts.train, nas.experiment.run, nas.experiment.report, nas.searchers, matplotlib.figure"
 STUDY = """
 from concurrent.futures import ThreadPoolExecutor

@@ -1,6 +1,6 @@
 """Checks of NASBOT's OTMANN distance that are too slow for the tests (figures quoted in docs/nasbot_alphax.md):
 
-    python -m scripts.otmann_checks --pairs=300
+    python -m scripts.experiments.otmann_checks --pairs=300
 
 1. The transport solver's static number of augmentations: on all pairs of ``--pairs`` random networks of
    each readable space, the fewest augmentations that give the value of 64 (the default is rows + columns).

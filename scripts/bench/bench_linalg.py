@@ -1,7 +1,7 @@
 """Speed of the GP's linear algebra: plain-JAX ``surrogates.linalg`` against jaxlib's LAPACK calls.
 
-    python -m scripts.bench_linalg                          # 100 matrices of n = 64, 128, 150
-    python -m scripts.bench_linalg --sizes=150 --batch=100 --calls=20
+    python -m scripts.bench.bench_linalg                          # 100 matrices of n = 64, 128, 150
+    python -m scripts.bench.bench_linalg --sizes=150 --batch=100 --calls=20
 
 Times the operation the GP fit repeats ``gp_steps`` times per BO step: the negative log marginal
 likelihood of ``batch`` Gram matrices (Hamming kernel on random binary encodings, one per seed)

@@ -1,8 +1,8 @@
 """Speed of BANANAS, GP-BO and NASBOT: many seeds x 150 queries, run as ``scripts.train`` runs them.
 
-    python -m scripts.bench_bo --searchers=gp_bo --seeds=100 --queries=150
-    python -m scripts.bench_bo --searchers=nasbot --seeds=100 --repeats=1
-    python -m scripts.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
+    python -m scripts.bench.bench_bo --searchers=gp_bo --seeds=100 --queries=150
+    python -m scripts.bench.bench_bo --searchers=nasbot --seeds=100 --repeats=1
+    python -m scripts.bench.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
 
 Each searcher runs ``nas.engine.host_loop.run_chunked`` (compiled chunks cut at the padded-data
 buckets, seeds split over the devices as ``nas.engine.devices.shard_keys`` decides) ``--repeats`` times
@@ -28,7 +28,7 @@ import numpy as np
 from absl import app, flags
 
 from nas.engine.devices import seed_mesh_size, shard_keys, use_cpu_cores
-from scripts.compile_stats import CompileStats
+from scripts.bench.compile_stats import CompileStats
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["bananas", "gp_bo"], "searchers to time")
 _SEEDS = flags.DEFINE_integer("seeds", 100, "seeds (trials) per run, vmapped")

@@ -1,11 +1,11 @@
 """Speed of the many-seed runner: S seeds x Q queries of each baseline in one
 compiled call (``jax.jit(jax.vmap(run))``), against the same work as a Python
 loop over seeds (a jit'ed single-seed run called once per seed) and against an
-independent plain-numpy implementation (``scripts/numpy_baselines.py``; random
+independent plain-numpy implementation (``scripts/bench/numpy_baselines.py``; random
 search and regularized evolution on dense product-space tables).
 
-    python -m scripts.bench_runner                      # 500 seeds x 150 queries, NB201 cifar10
-    python -m scripts.bench_runner --num_trials=100 --loop_seeds=10
+    python -m scripts.bench.bench_runner                      # 500 seeds x 150 queries, NB201 cifar10
+    python -m scripts.bench.bench_runner --num_trials=100 --loop_seeds=10
 
 Prints, per searcher: the XLA options its programs compile with
 (``Searcher.compiler_options``, as ``nas.engine.host_loop`` uses them), compile time

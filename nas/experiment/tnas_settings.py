@@ -1,4 +1,4 @@
-"""Reading a TNAS config (``configs/<suite>_tnas.py``): shared by ``scripts.meta_train`` and ``scripts.bench_tnas``
+"""Reading a TNAS config (``configs/<suite>_tnas.py``): shared by ``scripts.meta_train`` and ``bench_tnas``
 (a module without absl flags, so both scripts can import it)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Plain-numpy reference implementations of random search and regularized evolution on a table.
 
-Independent of the JAX searchers (no shared code): ``scripts/bench_runner.py``
+Independent of the JAX searchers (no shared code): ``scripts/bench/bench_runner.py``
 times them side by side with the compiled many-seed runner and compares their
 results, so a throughput claim is measured against the same work done the
 obvious way. Both work on a dense product-space table: ``scores[id]`` is the

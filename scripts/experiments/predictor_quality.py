@@ -1,6 +1,6 @@
 """Predictor quality of the MLP ensemble per encoding and training-set size (BANANAS Table 1).
 
-    python -m scripts.predictor_quality --config configs/bananas_predictor.py:nb101 \
+    python -m scripts.experiments.predictor_quality --config configs/bananas_predictor.py:nb101 \
         --config.data_path=../shared/data/nb101/data-1k.json --out /tmp/pred_nb101.json
 
 Any config field can be overridden (``--config.num_trials=3``).

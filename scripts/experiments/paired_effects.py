@@ -1,6 +1,6 @@
 """Paired effects of a workdir's searchers against one of them (the same trial keys).
 
-    python -m scripts.paired_effects --workdir /tmp/paper_remaade --reference remaade --at 50,150
+    python -m scripts.experiments.paired_effects --workdir /tmp/paper_remaade --reference remaade --at 50,150
 
 Every searcher of a ``scripts.train`` workdir runs trial ``i`` from the same key (``config.seed``), so
 the difference of two searchers' reported metric (the incumbent's test error, validation MSE, ...;
@@ -73,7 +73,7 @@ def main(argv):
         print(f"\n{paired_table(curves, f.reference, q, bench.report_name)}")
 
 
-if __name__ == "__main__":  # flags defined here: scripts.remaade_long_figures imports this module's functions
+if __name__ == "__main__":  # flags defined here: scripts.figures.remaade_long_figures imports this module's functions
     flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
     flags.DEFINE_string("reference", "", "The label the others are compared with.")
     flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")

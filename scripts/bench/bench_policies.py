@@ -1,9 +1,9 @@
 """Speed of the policy-gradient searchers (and of AlphaX): many seeds of a whole search in one compiled call.
 
-    python -m scripts.bench_policies                      # ReMAADE and ReACTS, 500 seeds x 150 queries
-    python -m scripts.bench_policies --searchers=remaade --seeds=100
-    python -m scripts.bench_policies --searchers=alphax --seeds=100
-    python -m scripts.bench_policies --searchers=reacts --reacts_kwargs='{"sim_epochs": 50}'
+    python -m scripts.bench.bench_policies                      # ReMAADE and ReACTS, 500 seeds x 150 queries
+    python -m scripts.bench.bench_policies --searchers=remaade --seeds=100
+    python -m scripts.bench.bench_policies --searchers=alphax --seeds=100
+    python -m scripts.bench.bench_policies --searchers=reacts --reacts_kwargs='{"sim_epochs": 50}'
 
 Each searcher runs in its own child process (so its peak resident memory is its own):
 ``jax.jit(jax.vmap(run))`` over the seeds on NAS-Bench-201 cifar10 is lowered and compiled
@@ -81,7 +81,7 @@ def main(argv):
         return 0
     print(f"{os.cpu_count()} CPU cores visible; load average {os.getloadavg()[0]:.1f} (shared machines inflate times)")
     for name in _SEARCHERS.value:
-        cmd = [sys.executable, "-m", "scripts.bench_policies", f"--child={name}"] + [
+        cmd = [sys.executable, "-m", "scripts.bench.bench_policies", f"--child={name}"] + [
             a for a in sys.argv[1:] if not a.startswith("--searchers")
         ]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)

@@ -1,6 +1,6 @@
 """Architectures trained per second: one vmapped program per signature vs one at a time.
 
-    python -m scripts.bench_language_training --task=diabetes_mlp --group=8 --epochs=20
+    python -m scripts.bench.bench_language_training --task=diabetes_mlp --group=8 --epochs=20
 
 Draws ``group`` architectures of ``--task`` that share one compiled signature (they differ only
 in traced hyperparameters: activations, dropout rates), then trains them (a) as one vmapped

@@ -1,11 +1,11 @@
 """Tables and figures of the long-budget ReMAADE study (``configs/remaade_long.py``, ``configs/table5.py``).
 
-    python -m scripts.remaade_long_figures --workdirs=/tmp/remaade_long_naval \
+    python -m scripts.figures.remaade_long_figures --workdirs=/tmp/remaade_long_naval \
         --labels=remaade_ent000_lr1e2,remaade_ent030_lr1e2,regularized_evolution,random_search \
         --out=docs/figures/remaade_long_naval.png
 
 For each workdir prints a markdown table, one row per finished searcher: the reported metric of the
-incumbent (``scripts.paired_effects.reported_curves``) after ``--at`` queries, mean +- s.e. over
+incumbent (``scripts.experiments.paired_effects.reported_curves``) after ``--at`` queries, mean +- s.e. over
 trials; the fraction of trials that queried the table's best configuration (by the validation score
 the searchers see, "mean" protocol); for the policy searchers the step entropy (mean over seeds,
 ``metrics.jsonl``, one line per chunk) averaged over its last 10 steps and the fraction of uniform
@@ -23,7 +23,7 @@ import os
 import numpy as np
 from absl import app, flags
 
-from scripts.paired_effects import mean_se, paired_table, reported_curves
+from scripts.experiments.paired_effects import mean_se, paired_table, reported_curves
 from spaces.files import save_figure
 
 _WORKDIRS = flags.DEFINE_list("workdirs", [], "scripts.train workdirs of configs/remaade_long.py or table5.py.")

@@ -252,8 +252,20 @@ class SearcherSampler(BaseSampler):
                 value = values[0]
             else:
                 value = None  # failed, or pruned before reporting
+            # a range suggested with other bounds can take the searcher's value when it lies inside them
+            other = [
+                k for k, d in trial.distributions.items() if self._space and k in self._space and d != self._space[k]
+            ]
+            if other and self._bridge.started and trial.number in self._bridge.trials:
+                value = None
             self._bridge.record(trial.number, value)
             self._owner.pop(trial.number, None)
+            if other and trial.number in self._bridge.trials:
+                k = other[0]
+                raise ValueError(
+                    f"parameter {k!r} suggested as {trial.distributions[k]}, but the sampler's search space has "
+                    f"{self._space[k]}; suggest it with the same values (trial {trial.number} is recorded as failed)"
+                )
 
     def reseed_rng(self) -> None:
         """Nothing: the searcher's keys come from ``seed`` (Optuna calls this for ``n_jobs > 1``)."""

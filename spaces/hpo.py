@@ -56,7 +56,6 @@ import numpy as np
 
 from spaces import ordinal as order_ops
 from spaces.base import Space
-from spaces.language.flatten import hash_tokens
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,6 +278,8 @@ class HPOSpace(Space):
         (fine grids of several hyperparameters; two configurations collide with probability about 2**-31)."""
         if self.size < 2**31:
             return super().string_id(tokens)
+        from spaces.language.flatten import hash_tokens  # the language package's hash (imported only here)
+
         return jnp.where(self.is_valid(tokens), hash_tokens(self.canonical(tokens)), -1)
 
     def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:

@@ -87,6 +87,16 @@ def _thin(count: int, num: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, count - 1, num)).astype(np.int64))
 
 
+def _check_when(what: str, when) -> None:
+    if when is not None and not isinstance(when, (Mapping, tuple)):
+        raise ValueError(f'{what}: when= must be a dict {{"parent": [values]}}, got {when!r}')
+
+
+def _normal_when(when) -> tuple:
+    """``((parent, (values, ...)), ...)``: hashable, and unchanged when it already is (``dataclasses.replace``)."""
+    return when if isinstance(when, tuple) else _when(when)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Range:
     low: Any
@@ -97,8 +107,11 @@ class _Range:
     when: Any = None
 
     def __post_init__(self):
-        object.__setattr__(self, "when", _when(self.when))
         what = repr(self)
+        _check_when(what, self.when)
+        object.__setattr__(self, "when", _normal_when(self.when))
+        if not isinstance(self.log, (bool, np.bool_)):
+            raise ValueError(f"{what}: log must be True or False")
         if not all(_number(b) and math.isfinite(b) for b in (self.low, self.high)):
             raise ValueError(f"{what}: low and high must be finite numbers")
         if not self.low < self.high:
@@ -192,7 +205,8 @@ class Categorical:
         if isinstance(self.choices, (str, bytes)) or not isinstance(self.choices, Sequence):
             raise ValueError(f"Categorical: choices must be a list of values, got {self.choices!r}")
         object.__setattr__(self, "choices", tuple(self.choices))
-        object.__setattr__(self, "when", _when(self.when))
+        _check_when(f"Categorical({list(self.choices)!r})", self.when)
+        object.__setattr__(self, "when", _normal_when(self.when))
 
     def hyperparameter(self, name: str) -> Hyperparameter:
         return categorical(name, self.choices, when=dict(self.when) or None)

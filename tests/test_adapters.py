@@ -256,7 +256,10 @@ def test_ray_domains_map_to_grids_and_clear_errors(tune):
             declared_params(bad)
     cond = {"opt": ["sgd", "adam"], "momentum": Float(0.0, 0.99, when={"opt": ["sgd"]}), "lr": tune.loguniform(1e-4, 1)}
     search = SearcherSearch("random_search", cond, metric="loss", mode="min", max_queries=6, batch_size=6)
-    configs = [search.suggest(str(i)) for i in range(6)]
+    configs = [search.suggest(str(i)) for i in range(3)]
+    copy = pickle.loads(pickle.dumps(search))  # Tune's checkpoint: the declarations travel with the log
+    configs += [search.suggest(str(i)) for i in range(3, 6)]
+    assert configs[3:] == [copy.suggest(str(i)) for i in range(3, 6)]
     assert all(("momentum" in c) == (c["opt"] == "sgd") for c in configs) and len({c["opt"] for c in configs}) == 2
 
 

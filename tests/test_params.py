@@ -89,6 +89,7 @@ def test_round_trip_declaration_tokens_params_tokens():
         (lambda: Float(1e-4, 1e-1, log=True, step=3e-4), "multiples of step"),
         (lambda: Int(1.5, 4), "must be integers"),
         (lambda: Float(0, 1, num=1), "num"),
+        (lambda: Float(0, 1, when=["opt"]), "when= must be a dict"),
         (
             lambda: make_space({"lr": Float(0, 1), "m": Float(0, 1, when={"opt": ["sgd"]})}),
             "on 'opt': the parent is not a",

@@ -14,13 +14,14 @@ that scale.
 - Mutation: the chosen token (uniform over the active tokens that have another value) moves to
   value ``v != i`` with probability proportional to ``exp(-(u_v - u_i)^2 / (2 sigma^2))``, a
   Gaussian step on the unit axis, discretized to the grid and renormalized without the current
-  value; ``sigma = 0.2`` by default, the standard deviation of ConfigSpace's one-exchange
+  value; ``sigma = 0.2`` by default, the default standard deviation of ConfigSpace's one-exchange
   neighbourhood for numerical hyperparameters (``ConfigSpace.util.get_one_exchange_neighbourhood``,
-  used by SMAC; Hutter, Hoos & Leyton-Brown 2011). Categorical tokens keep the uniform draw.
+  the neighbourhood of SMAC's local search, Hutter, Hoos & Leyton-Brown 2011, which passes a narrower
+  0.05 for its many local steps). Categorical tokens keep the uniform draw.
 - Neighbours (local search): an ordinal token's neighbours are the adjacent values (ConfigSpace's
   neighbours of an ordinal hyperparameter) and a doubling ladder ``i +- 2, +- 4, ...`` inside the
-  grid, ``2 ceil(log2 D)`` at most, so a climb crosses a 64-point grid in a few moves instead of
-  querying all 63 other values; categorical tokens keep every other value.
+  grid, ``2 ceil(log2 D)`` at most, so a climb crosses a 101-value grid in a few moves instead of
+  querying all 100 other values; categorical tokens keep every other value.
 - Encoding ``"ordinal"`` (surrogates: BANANAS' MLP ensemble, the GP's kernels): an ordinal token
   is one feature ``u`` (times its activity), a conditional one also an activity bit (so an
   inactive token differs from its lowest value), a categorical token its one-hot block (zero when

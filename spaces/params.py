@@ -20,10 +20,10 @@ carried as an ordered grid (an ordinal token of ``spaces.hpo.HPOSpace``), both e
 - ``Float(low, high, log=True)``: ``LOG_INTERVALS_PER_DECADE = 16`` equal steps of the logarithm per
   decade, decades rounded up (neighbouring values differ by a factor 10^(1/16) = 1.155, so every value
   is within 7.5 % of a grid value; on a range from one power of ten to another every power of ten is
-  a grid value). Four decades cost 65 values. What that costs: on ``mlp/diabetes`` half a step
-  (1/32 decade) from the best learning rate moved the mean validation RMSE by 0.58 +- 0.51, inside
-  the seed-to-seed spread of 1.97; half a step of 4 values per decade by 1.24 +- 0.60
-  (``scripts/experiments/order_aware_operators.py``).
+  a grid value). Four decades cost 65 values. What that costs: half a step (1/32 decade) from the
+  best learning rate moved the mean validation RMSE by 0.58 +- 0.51 on ``mlp/diabetes`` and 0.09 +-
+  0.04 on ``mlp/boston``, below the seed-to-seed spread of a training (1.97 and 0.15; docs/hpo.md,
+  ``scripts/experiments/order_aware_operators.py``).
 - ``num=`` sets a parameter's number of values instead (evenly spaced on its scale); ``step=``
   (Optuna's ``suggest_float(step=)``, Ray's ``quniform``) takes ``low, low + step, ..., high``
   (``step`` must divide ``high - low``), thinned evenly to the default number of values (or ``num``)

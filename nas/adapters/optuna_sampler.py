@@ -20,12 +20,13 @@ the searcher is told once all trials of its batch are finished.
 
 - **Space.** Categorical, float and int parameters: ``suggest_categorical``, ``suggest_float(name,
   low, high, log=..., step=...)``, ``suggest_int(name, low, high, log=..., step=...)``. A float or
-  int range is an ordered grid (``spaces.params``: 64 points by default, both ends included, on the
-  step where there is one; values handed back lie in the distribution). Give ``search_space={name:
-  [values] | Optuna distribution | spaces.params.Float / Int / Categorical}`` (declarations set a
-  grid's ``num`` and conditions ``when=``), or let the sampler learn it: the first trial (or the
-  first ``n_jobs`` trials that start together) is sampled uniformly at random and is not shown to
-  the searcher; the parameters suggested by the first completed trial are the space.
+  int range is an ordered grid (``spaces.params``: 101 values, or 16 per decade on a log scale, both
+  ends included, on the step where there is one; values handed back lie in the distribution). Give
+  ``search_space={name: [values] | Optuna distribution | spaces.params.Float / Int / Categorical}``
+  (declarations set a grid's ``num`` and conditions ``when=``), or let the sampler learn it: the
+  first trial (or the first ``n_jobs`` trials that start together) is sampled uniformly at random
+  and is not shown to the searcher; the parameters suggested by the first completed trial are the
+  space.
 - **Budget.** ``max_queries`` is the searcher's budget, startup trials included; it sets the
   searcher's schedules (BANANAS's data buckets, ReMAADE's steps). A trial beyond it raises.
 - **Failed and pruned trials.** A failed trial (an exception, a NaN) is a failed evaluation

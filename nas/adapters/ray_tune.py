@@ -26,8 +26,9 @@ the Tune driver; only the configurations travel to the workers.
   ``tune.qlograndint`` parameters (nested dicts too: names join with "/"), from ``param_space`` or
   ``space=`` (lists, Tune domains or ``spaces.params`` declarations, which set a grid's ``num`` and
   conditions ``when=``); constants in ``param_space`` pass through. A float or int range is an
-  ordered grid (``spaces.params``: 64 points by default; Tune's bounds: ``randint``'s upper bound
-  excluded, a ``q`` domain's values the multiples of ``q`` inside its bounds). ``tune.grid_search``
+  ordered grid (``spaces.params``: 101 values, or 16 per decade on a log scale; Tune's bounds:
+  ``randint``'s upper bound excluded, a ``q`` domain's values the multiples of ``q`` inside its
+  bounds). ``tune.grid_search``
   (every value evaluated: not a searcher's choice), ``tune.randn`` (unbounded) and
   ``tune.sample_from`` are refused with a clear error.
 - **Batches.** ``batch_size=k`` (a searcher option) lets ``k`` trials run at once; while a batch

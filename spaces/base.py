@@ -33,6 +33,7 @@ Methods:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,7 +72,7 @@ class Space:
     @property
     def size(self) -> int:
         """Number of token strings (not of distinct architectures)."""
-        return int(np.prod(np.asarray(self.cardinalities, dtype=np.int64)))
+        return math.prod(int(c) for c in self.cardinalities)  # exact: no int64 overflow on large grids
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, N={self.num_tokens})"

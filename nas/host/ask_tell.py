@@ -67,6 +67,8 @@ from nas.engine.budget import Budget, check_budget
 from nas.engine.host_loop import compiled
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
+from spaces.hpo import HPOSpace
+from spaces.params import declared_space, is_declared, shape_space
 
 
 @dataclasses.dataclass
@@ -78,12 +80,15 @@ class Trial:
     state: str = "pending"  # "pending" | "complete" | "failed"
 
 
-def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> Space:
-    """A Space as is, or a CategoricalSpace from ``{name: [values, ...]}``."""
+def make_space(space: Space | dict[str, Any], name: str = "study") -> Space:
+    """A Space as is; from a dict with ``spaces.params`` declarations (``{"lr": Float(1e-5, 1e-1, log=True),
+    "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace``; else a CategoricalSpace from ``{name: [values]}``."""
     if isinstance(space, Space):
         return space
     if not isinstance(space, dict) or not space:
-        raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...]}")
+        raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...] | Float | Int}")
+    if is_declared(space):
+        return declared_space(space, name)
     for k, v in space.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
             raise ValueError(f"hyperparameter {k!r}: give a non-empty list of values, got {v!r}")
@@ -105,7 +110,10 @@ def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
 
 def program_space(space: Space) -> Space:
     """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
-    whose jittable methods depend on its cardinalities alone, the shared space of that shape."""
+    whose jittable methods depend on its cardinalities alone, the shared space of that shape; likewise for
+    an order-aware ``HPOSpace`` (``spaces.params.shape_space``)."""
+    if type(space) is HPOSpace and space.order_aware:
+        return shape_space(space)
     plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
     return _grid_space(tuple(space.cardinalities)) if plain else space
 
@@ -166,7 +174,7 @@ class Study:
 
     def __init__(
         self,
-        space: Space | dict[str, Sequence[Any]],
+        space: Space | dict[str, Any],
         searcher: str = "regularized_evolution",
         direction: str = "minimize",
         seed: int = 0,

@@ -8,7 +8,7 @@ architectures, (2) build candidates by mutating the best queried ones
 (4) query the top ``k = batch_size``. Subclasses choose the predictor.
 
 Options (``BOOptions``):
-- ``encoding``: a feature kind of the space (``"path"``, ``"trunc_path"``,
+- ``encoding``: a feature kind of the space (``"path"``, ``"trunc_path"``, ``"ordinal"``,
   ``"adjacency"``, ``"onehot"``); ``"auto"`` = the subclass's preferred kind.
 - ``acquisition``: ``ucb | ei | pi | ts | its`` (``surrogates.acquisition``).
 - ``acq_opt``: ``"mutation"`` (the authors' ``get_candidates``:
@@ -119,7 +119,7 @@ class BOSearcher(Searcher):
     """The batch BO loop; subclasses set ``Options``, ``PREFERRED_ENCODINGS`` and ``predict``."""
 
     Options = BOOptions
-    PREFERRED_ENCODINGS = ("path", "onehot")
+    PREFERRED_ENCODINGS = ("path", "ordinal", "onehot")  # "ordinal": order-aware HPO spaces (spaces.ordinal)
 
     def setup(self):
         self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)

@@ -101,7 +101,7 @@ class MFBananas(BracketSearcher):
 
     def setup(self):
         super().setup()
-        self.encoding = feature_kind(self.space, self.options.encoding, ("path", "onehot"))
+        self.encoding = feature_kind(self.space, self.options.encoding, ("path", "ordinal", "onehot"))
         self.mlp = ensemble_config(self.options)
         b = self.budgets
         span = math.log(b[-1] / b[0]) if len(b) > 1 else 1.0

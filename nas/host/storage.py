@@ -48,8 +48,8 @@ def _lock(f, path: str) -> None:
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise StorageError(f"{path} is open in another process (a study is written by one process at a time); "
-                           "close that study, or give this one another storage") from None  # fmt: skip
+        raise StorageError(f"{path} is open in another Study (in this process or another: a study has one writer "
+                           "at a time); close that study (study.close()), or give this one another storage") from None
 
 
 class JournalStorage:

@@ -45,3 +45,21 @@ def test_ray_workers_run_a_multi_fidelity_study(tmp_path):
         assert np.isfinite(study.best_value)
     finally:
         ray.shutdown()
+
+
+def test_threads_tell_and_report_by_number_while_the_study_runs():
+    study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=6, fidelities=BUDGETS, continues=False)
+
+    def training(trial):  # runs in the workers' threads; reports and tells go through the study's lock
+        trial.report(trial.budget / 2, 0.5)
+        return float(sum(trial.tokens)) + trial.budget / 10
+
+    study.optimize(training, n_workers=3, backend="thread")
+    assert study.workers == 3 and not study.pending() and study.spent >= 6 * BUDGETS[-1]
+    assert all(t.state == "complete" and t.intermediate_values == {t.budget / 2: 0.5} for t in study.trials)
+    seen = []
+    plain = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_queries=6, batch_size=3)
+    plain.optimize(lambda p: seen.append(dict(p)) or p["lr"] * p["depth"], n_workers=3, backend="thread")
+    key = lambda p: (p["lr"], p["depth"])  # noqa: E731
+    assert sorted(map(key, seen)) == sorted(key(t.params) for t in plain.trials)  # no pruner: it gets params
+    assert plain.best_value == max(p["lr"] * p["depth"] for p in seen)

@@ -346,6 +346,7 @@ class Study(StudyBase):
                 )
             self._kwargs["batch_size"] = int(batch_size)
             self._build()
+            self._journal_header(reset=True)  # a journal's settings say the batch size the trials ran with
         available = self.max_queries - len(self.trials) + len(self.pending())
         if n_trials is None:
             n_trials = available

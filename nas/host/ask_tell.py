@@ -25,6 +25,14 @@ batch are told (its ``tell`` takes the whole batch). A trial handed out and
 never told (its evaluation crashed) is evaluated again by the next
 ``optimize``; ``study.pending()`` lists such trials.
 
+Trainings of your own (docs/tuner.md): a multi-fidelity searcher (``Study(space, "asha",
+fidelities=[1, 3, 9, 27])``) makes this a ``nas.host.mf_study.MultiFidelityStudy``, whose trials carry a
+budget and the checkpoint they continue; ``pruner="asha"`` or ``"hyperband"`` (``nas.host.pruning``,
+with ``fidelities``) prunes trainings in place, the objective then getting the trial
+(``trial.report``, ``trial.should_prune``); ``optimize(..., n_workers=W, backend=...)`` runs trials on
+workers (``nas.host.workers``); ``storage=`` keeps a journal that ``Study.load`` resumes
+(``nas.host.study_base``).
+
 Values: a real number (int or float), or None for a failed evaluation (the
 searcher sees ``-inf``, the score of an invalid string, and the trial never
 becomes the best). ``direction="minimize"`` feeds ``-value`` to the searchers
@@ -50,7 +58,6 @@ cache (``nas.engine.devices.enable_compilation_cache``) keeps the programs acros
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -60,10 +67,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.searcher import Searcher, available_searchers, make_options, make_searcher, searcher_class
+from nas.core.searcher import available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
-from nas.engine.host_loop import compiled
-from nas.engine.runner import INIT_FOLD
+from nas.host.programs import program_space, study_programs
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, is_nonfinite, now
@@ -88,42 +94,6 @@ def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> 
                 )
             seen.append(x)
     return CategoricalSpace(name, space)
-
-
-@functools.lru_cache(maxsize=64)
-def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
-    """One space object per shape: searchers on it compare equal, so their programs are shared."""
-    return CategoricalSpace("study_grid", {f"h{i}": list(range(c)) for i, c in enumerate(cardinalities)})
-
-
-def program_space(space: Space) -> Space:
-    """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
-    whose jittable methods depend on its cardinalities alone, the shared space of that shape."""
-    plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
-    return _grid_space(tuple(space.cardinalities)) if plain else space
-
-
-def study_programs(searcher: Searcher) -> tuple:
-    """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
-    searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
-    ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
-    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
-    opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
-    init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
-
-    def init(key):
-        return searcher.init(jax.random.fold_in(key, INIT_FOLD))
-
-    def ask(key, step, state):
-        k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, step), 3)
-        tokens, state = searcher.ask(k_ask, state)
-        return tokens, state, k_tell
-
-    return (
-        compiled(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
-        compiled(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
-        compiled(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
-    )
 
 
 def _same(a, b) -> bool:

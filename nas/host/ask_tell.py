@@ -380,12 +380,3 @@ class Study(StudyBase):
             raise ValueError("no completed trial yet")
         pick = min if self.direction == "minimize" else max
         return pick(done, key=lambda t: t.value)
-
-    @property
-    def best_params(self):
-        """The best trial's configuration, computed afresh from its tokens (edits of ``trial.params`` do not leak)."""
-        return self.space.to_spec(self.best_trial.tokens)
-
-    @property
-    def best_value(self) -> float:
-        return self.best_trial.value

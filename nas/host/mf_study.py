@@ -194,11 +194,3 @@ class MultiFidelityStudy(StudyBase):
         if not done:
             raise ValueError(f"no trial has completed at the top fidelity ({self.fidelities[top]:g}) yet")
         return max(done, key=lambda t: (np.float32(self._sign() * t.value), -self._arrival[t.number]))
-
-    @property
-    def best_params(self):
-        return self.space.to_spec(self.best_trial.tokens)
-
-    @property
-    def best_value(self) -> float:
-        return self.best_trial.value

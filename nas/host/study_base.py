@@ -214,6 +214,15 @@ class StudyBase:
         return True
 
     # -- results -------------------------------------------------------------------------------------
+    @property
+    def best_params(self):
+        """The best trial's configuration, computed afresh from its tokens (edits of ``trial.params`` do not leak)."""
+        return self.space.to_spec(self.best_trial.tokens)
+
+    @property
+    def best_value(self) -> float:
+        return self.best_trial.value
+
     def trials_dataframe(self):
         """A ``pandas.DataFrame``, one row per trial, as Optuna's: number, value, state, the budget and parent of
         multi-fidelity trials, start, end, duration, cost, and one ``params_<name>`` column per hyperparameter."""

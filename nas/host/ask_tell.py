@@ -154,7 +154,7 @@ class Study(StudyBase):
         self._name = searcher
         self._kwargs = dict(searcher_kwargs)
         self.trials: list[Trial] = []
-        self._fidelities, self.pruned = fidelities, pruned
+        self.pruned = pruned
         self._build()
         self._setup_base(storage, directory, make_pruner(pruner, fidelities))
 

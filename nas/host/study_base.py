@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from nas.host import storage as st
-from nas.host.trials import NoTrialNow, Trial, as_value, checkpoint_key, now
+from nas.host.trials import Trial, as_value, checkpoint_key, now
 
 
 class StudyBase:
@@ -39,7 +39,6 @@ class StudyBase:
         self.pruner = pruner
         self._stopped: set[int] = set()  # trials the pruner stopped
         self._replaying = False
-        self._storage_spec = storage
         self.directory = os.fspath(directory) if directory is not None else st.default_directory(storage)
         self._storage = st.open_storage(storage)
         if self._storage is not None and self._storage.records():
@@ -79,13 +78,17 @@ class StudyBase:
             store.close()
             raise st.StorageError(f"{storage} holds no study (its first record is not a study's settings); "
                                   "create one with Study(..., storage=...)")  # fmt: skip
-        settings = st.unpickled(records[0]["settings"])
-        settings["directory"] = directory if directory is not None else settings.get("directory")
-        kind = {"single": Study, "multi_fidelity": MultiFidelityStudy}[records[0]["kind"]]
-        study = object.__new__(kind)
-        kind.__init__(study, **settings)
-        study._replay(records[1:], storage)
-        study._storage, study._storage_spec = store, storage
+        try:
+            settings = st.unpickled(records[0]["settings"])
+            settings["directory"] = directory if directory is not None else settings.get("directory")
+            kind = {"single": Study, "multi_fidelity": MultiFidelityStudy}[records[0]["kind"]]
+            study = object.__new__(kind)
+            kind.__init__(study, **settings)
+            study._replay(records[1:], storage)
+        except BaseException:
+            store.close()  # the lock goes with it
+            raise
+        study._storage = store
         return study
 
     def _replay(self, records: list[dict], where) -> None:
@@ -108,7 +111,7 @@ class StudyBase:
         elif event == "no_trial":
             try:
                 self._ask_replayed(r)
-            except (NoTrialNow, RuntimeError):
+            except RuntimeError:  # NoTrialNow, BudgetSpent: refused as when it was recorded
                 return
             raise st.StorageError(f"{where}: replaying, the searcher handed out a trial where it had none")
         elif event == "report":

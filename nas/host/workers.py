@@ -153,8 +153,10 @@ def run_trials(study, fn, n_trials: int | None, backend, catch: tuple, retries: 
             if not running:
                 break
             event = backend.next_event()
-            if event.number not in running:
-                continue  # a stale event of a trial already handled
+            if event.number not in running:  # a stale event of a trial already handled
+                if event.reply is not None:
+                    event.reply(True)  # a worker still waiting on it stops
+                continue
             if event.kind == "report":
                 prune = study.report(event.number, event.step, event.value)
                 event.reply(prune)

@@ -42,7 +42,7 @@ class MultiFidelityStudy(StudyBase):
     kind = "multi_fidelity"
 
     def __init__(self, space, searcher: str = "asha", direction: str = "minimize", seed: int = 0,
-                 max_queries: int = 100, fidelities=None, *, workers: int = 1, continues: bool = True,
+                 max_queries: int = 100, *, fidelities=None, workers: int = 1, continues: bool = True,
                  storage=None, directory=None, **searcher_kwargs):  # fmt: skip
         if direction not in ("minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")

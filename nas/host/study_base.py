@@ -58,8 +58,13 @@ class StudyBase:
             return
         settings = self._settings()
         readable = {k: v for k, v in settings.items() if isinstance(v, (str, int, float, bool, type(None)))}
-        record = {"event": "study", "kind": self.kind, "version": 1, "settings": st.pickled(settings),
-                  "readable": readable}  # fmt: skip
+        try:
+            blob = st.pickled(settings)
+        except Exception as e:  # noqa: BLE001 - a space or option that does not pickle: say which
+            self._storage.close()
+            raise st.StorageError(f"storage keeps the study's settings pickled; they do not pickle ({e}): give the "
+                                  "Study a picklable space and options, or no storage") from e  # fmt: skip
+        record = {"event": "study", "kind": self.kind, "version": 1, "settings": blob, "readable": readable}
         (self._storage.reset if reset else self._storage.append)(record)
 
     def _journal(self, record: dict) -> None:

@@ -1,8 +1,8 @@
 """The compiled programs a host Study runs: the searcher's ``init``/``ask``/``tell``, shared by shape.
 
 A plain ``CategoricalSpace`` (a ``{name: [values]}`` space) or a declared order-aware ``HPOSpace`` has
-jittable methods that depend on its shape alone, so every Study on a space of that shape runs its searcher on one shared grid space
-(``program_space``) and reuses its compiled programs (``nas.engine.host_loop.compiled``).
+jittable methods that depend on its shape alone, so every Study on a space of that shape runs its
+searcher on one shared space (``program_space``) and reuses its compiled programs (``nas.engine.host_loop.compiled``).
 """
 
 from __future__ import annotations

@@ -75,7 +75,11 @@ class MultiFidelityOptions(SearcherOptions):
     workers: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "fidelities", tuple(float(b) for b in self.fidelities))
+        try:
+            budgets = tuple(float(b) for b in self.fidelities)
+        except (TypeError, ValueError):
+            raise ValueError(f"option fidelities must be increasing budgets, got {self.fidelities!r}") from None
+        object.__setattr__(self, "fidelities", budgets)
         super().__post_init__()
 
     def check(self) -> None:

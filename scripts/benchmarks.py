@@ -30,6 +30,7 @@ import time
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
 from spaces.benchmarks.objective import REPORTS
 from spaces.benchmarks.registry import available_benchmarks, make_benchmark
 from spaces.benchmarks.tabular import TabularBenchmark
@@ -192,4 +193,4 @@ def print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

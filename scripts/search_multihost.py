@@ -29,6 +29,8 @@ import jax
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
+
 _SEARCHER = flags.DEFINE_string("searcher", "random_search", "Registered searcher.")
 _OPTIONS = flags.DEFINE_multi_string("option", [], "A searcher option name=value (repeat the flag).")
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry name.")
@@ -92,4 +94,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

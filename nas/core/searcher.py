@@ -71,6 +71,8 @@ class SearcherOptions:
 
     batch_size: int = 1
     max_queries: int = 150
+    # num_init random strings start the search in whole batches, below the budget (the BO loops)
+    INIT_IN_BATCHES: ClassVar[bool] = False
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -80,6 +82,32 @@ class SearcherOptions:
     def check(self) -> None:
         """Raises ``ValueError`` naming the option and its allowed values; subclasses extend it."""
         positive(self, "batch_size", "max_queries")
+
+    @classmethod
+    def fit_defaults(cls, given: dict) -> dict:
+        """Values for options that ``given`` leaves out whose defaults cannot run beside it (``make_options``
+        applies them; an option the caller gives is never changed, and defaults that fit stay as they are):
+
+        - a default ``batch_size`` above ``max_queries`` becomes ``max_queries``;
+        - with ``INIT_IN_BATCHES``, a default ``num_init`` that is not a multiple of the batch or not below
+          the budget becomes the largest multiple of the batch below ``max_queries`` (one batch at least; a
+          default batch is first cut to half the budget, so that a model-based batch follows the random ones).
+        """
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        budget = given.get("max_queries", defaults["max_queries"])
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            return {}  # refused by check()
+        out = {}
+        batch = given.get("batch_size", defaults["batch_size"])
+        if "batch_size" not in given and batch > budget:
+            batch = out["batch_size"] = budget
+        init = defaults.get("num_init")
+        if cls.INIT_IN_BATCHES and "num_init" not in given and isinstance(batch, int) and batch >= 1:
+            if init % batch or init >= budget:
+                if "batch_size" not in given:
+                    batch = out["batch_size"] = min(batch, max(1, budget // 2))
+                out["num_init"] = max(batch, min(init // batch * batch, (budget - 1) // batch * batch))
+        return out
 
 
 def positive(options, *names: str) -> None:
@@ -284,9 +312,11 @@ def check_option_names(name: str, options_cls: type[SearcherOptions], options: d
 
 
 def make_options(name: str, **options) -> SearcherOptions:
-    """The options dataclass of searcher ``name`` built from config values (names and values checked)."""
+    """The options dataclass of searcher ``name`` built from config values (names and values checked); options
+    left out take their defaults, fitted to a small budget where a default cannot run (``fit_defaults``)."""
     cls = searcher_class(name).Options
-    return cls(**check_option_names(name, cls, options))
+    check_option_names(name, cls, options)
+    return cls(**{**cls.fit_defaults(options), **options})
 
 
 def make_searcher(name: str, space: Space, **options) -> Searcher:

@@ -4,11 +4,12 @@
 config-file mistakes (a misspelt ``--config.x``, a missing config file, a
 ``get_config(arg)`` that rejects its argument, a value of the wrong type) into
 one line ``config error: ...``, and turns the library's own errors raised by
-``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``, ``MissingPackageError``)
-into ``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...`` / ``disk full: ...`` /
-``missing package: ...``, all with exit code 2. A path the system refuses (permission denied, a
-read-only file system, a folder where a file belongs or the reverse) is ``file error: <path>: <reason>``.
-Any other exception is a bug and keeps its traceback.
+``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``,
+``MissingPackageError``, absl's ``UsageError``) into ``config error: ...`` / ``data error: ...`` /
+``checkpoint error: ...`` / ``disk full: ...`` / ``missing package: ...`` / ``usage error: ...``, all
+with exit code 2. A path the system refuses (permission denied, a read-only file system, a folder
+where a file belongs or the reverse) is ``file error: <path>: <reason>``. Any other exception is a
+bug and keeps its traceback.
 
 Quiet by default: a run logs warnings and errors only. ``--verbosity=0`` (or higher) shows the
 INFO lines too (JAX's backend probing, e.g. ``Unable to initialize backend 'tpu'``, and how the
@@ -99,6 +100,7 @@ ERRORS = (
     (CheckpointError, "checkpoint error"),
     (DiskFullError, "disk full"),
     (MissingPackageError, "missing package"),
+    (app.UsageError, "usage error"),
 )
 # what the system says about a path the user gave (not a bug of the code: the path or its permissions)
 REFUSED_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,

@@ -16,7 +16,9 @@ import json
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 
 def reported_curves(workdir: str) -> tuple[dict, object, dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -77,4 +79,4 @@ if __name__ == "__main__":  # flags defined here: scripts.figures.remaade_long_f
     flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
     flags.DEFINE_string("reference", "", "The label the others are compared with.")
     flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")
-    app.run(main)
+    cli.run(main)

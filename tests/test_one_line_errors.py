@@ -22,6 +22,7 @@ from nas.experiment import cli, peers
 from nas.experiment.config import ConfigError, build_benchmark
 from nas.host.ask_tell import Study
 from spaces.benchmarks.data_files import data_dir
+from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError, MissingPackageError
 from spaces.nb201 import SPACE as NB201
 
@@ -80,6 +81,25 @@ def test_output_paths_are_checked_before_any_work(tmp_path):
         with pytest.raises(ConfigError, match=r"--out=/proc/c\.npz: cannot write in /proc"):
             cli.output_file("/proc/c.npz", "out")
     assert cli.output_file(str(tmp_path / "new" / "c.npz"), "out") == str(tmp_path / "new" / "c.npz")
+
+
+def test_a_folder_the_command_writes_in_is_checked(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert cli.output_folder("", "compilation_cache") == ""  # off
+    with pytest.raises(ConfigError, match=r"--compilation_cache=.*/f is a file, not a folder; give a folder, or"):
+        cli.output_folder(str(tmp_path / "f"), "compilation_cache", ", or '' (no cache)")
+    if os.path.isdir("/proc"):
+        with pytest.raises(ConfigError, match=r"--compilation_cache=/proc/x: cannot write in it"):
+            cli.output_folder("/proc/x", "compilation_cache")
+    assert cli.output_folder(str(tmp_path / "new"), "x") == str(tmp_path / "new") and (tmp_path / "new").is_dir()
+
+
+def test_data_paths_say_when_a_folder_stands_where_a_file_belongs(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(DataError, match=r"is a folder, not a file; give the test CSV file"):
+        make_benchmark("nb201/cifar10", test_csv=str(tmp_path))
+    with pytest.raises(DataError, match=r"/f is a file, not a folder; give the folder with data\.txt"):
+        make_benchmark("mlp/boston", data_path=str(tmp_path / "f"))
 
 
 def test_the_data_directory_must_be_a_folder(monkeypatch, tmp_path):
@@ -167,7 +187,7 @@ def test_a_missing_optional_package_is_one_line(monkeypatch, capsys):
 def test_the_converters_answer_mistakes_in_one_line(tmp_path):
     (tmp_path / "f.csv").write_text("x")
     cases = [
-        (["scripts.convert_nb101", f"--tfrecord={tmp_path}"], "data error: ", "is a folder; give the NAS-Bench-101"),
+        (["scripts.convert_nb101", f"--tfrecord={tmp_path}"], "data error: ", "not a file; give the NAS-Bench-101"),
         (["scripts.convert_nb201", f"--archive={tmp_path}", f"--out={tmp_path}"], "config error: ", "is a folder"),
         (["scripts.convert_nb201", f"--archive={tmp_path}"], "data error: ", "$NASJAX_DATA="),
     ]

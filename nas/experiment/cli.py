@@ -32,7 +32,7 @@ from nas.experiment.config import ConfigError
 from spaces.files import FULL_DISK, DataError, DiskFullError, MissingPackageError, disk_full
 
 __all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded",
-           "output_file"]  # fmt: skip
+           "output_file", "output_folder"]  # fmt: skip
 
 # where the train commands keep JAX's persistent compilation cache unless told otherwise
 DEFAULT_COMPILATION_CACHE = os.environ.get(
@@ -157,6 +157,24 @@ def output_file(path: str, flag: str, example: str = "") -> str:
         raise ConfigError(
             f"--{flag}={path}: cannot write in {parent} ({e.strerror or e}); give a path in a folder you can write"
         ) from e
+    return full
+
+
+def output_folder(path: str, flag: str, off: str = "") -> str:
+    """``path`` (``--flag``'s value) as a folder that exists and can be written (created if missing), or a
+    ``ConfigError`` saying why not; ``''`` stays ``''`` (the feature off). ``off`` says how to turn it off."""
+    if not path:
+        return path
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ConfigError(f"--{flag}={path} is a file, not a folder; give a folder{off}")
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.TemporaryFile(dir=full):
+            pass
+    except OSError as e:
+        why = e.strerror or e
+        raise ConfigError(f"--{flag}={path}: cannot write in it ({why}); give a folder you can write{off}") from e
     return full
 
 

@@ -39,7 +39,7 @@ from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
 from spaces.benchmarks.objective import check_fidelities
 from spaces.benchmarks.tabular import TabularBenchmark
-from spaces.data_files import data_errors, numbers, read_json
+from spaces.data_files import data_errors, numbers, read_json, require
 from spaces.files import DataError
 from spaces.nb101_hash import spec_hash
 
@@ -60,10 +60,8 @@ def _require(path: str) -> Path:
             f"NAS-Bench-101 needs data_path (no file in the data directory either). {missing_hint('nb101')}"
         )
     p = Path(path).expanduser()
-    if not p.exists():
-        raise DataError(f"NAS-Bench-101 data file not found: {p}. {missing_hint('nb101')}")
-    if p.is_dir():
-        raise DataError(f"{p} is a folder; give the NAS-Bench-101 file (nasbench_only108.tfrecord or its .npz cache)")
+    require(p, f"NAS-Bench-101 data file not found: {p}. {missing_hint('nb101')}",
+            "the NAS-Bench-101 file (nasbench_only108.tfrecord or its .npz cache)")  # fmt: skip
     return p
 
 
@@ -341,8 +339,7 @@ def load_data1k(data_path: str = "", protocol: str = "mean", fidelities=()) -> T
             f"{missing_hint('nb101_data1k')}"
         )
     path = data_path
-    if not os.path.exists(path):
-        raise DataError(f"nb101/data1k file not found: {path}. {missing_hint('nb101_data1k')}")
+    require(path, f"nb101/data1k file not found: {path}. {missing_hint('nb101_data1k')}", "the data-1k.json file")
     budgets = _check_budgets(fidelities, list(DATA1K_EPOCHS), path) if fidelities else (108,)
     d = read_json(path, fix)
     if not isinstance(d, dict):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
@@ -147,9 +146,10 @@ def main(argv) -> int:
     }
     try:
         rows = listing(_NAMES.value, paths, as_json=_JSON.value)
+    except cli.DataError:
+        raise  # data error: <file>: ...
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise cli.ConfigError(str(e)) from e
     if not _JSON.value:
         print_table(rows)
     return 0

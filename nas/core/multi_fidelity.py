@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.searcher import Searcher, SearcherOptions, positive
+from nas.core.searcher import OptionError, Searcher, SearcherOptions, positive
 
 
 @struct.dataclass
@@ -78,7 +78,7 @@ class MultiFidelityOptions(SearcherOptions):
         try:
             budgets = tuple(float(b) for b in self.fidelities)
         except (TypeError, ValueError):
-            raise ValueError(f"option fidelities must be increasing budgets, got {self.fidelities!r}") from None
+            raise OptionError(f"option fidelities must be increasing budgets, got {self.fidelities!r}") from None
         object.__setattr__(self, "fidelities", budgets)
         super().__post_init__()
 

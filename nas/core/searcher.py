@@ -75,9 +75,14 @@ class SearcherOptions:
     INIT_IN_BATCHES: ClassVar[bool] = False
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
-        self.check()
+        try:
+            for f in dataclasses.fields(self):
+                object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
+            self.check()
+        except OptionError:
+            raise
+        except ValueError as e:  # every refusal of a value is an OptionError: one line in every command
+            raise OptionError(str(e)) from None
 
     def check(self) -> None:
         """Raises ``ValueError`` naming the option and its allowed values; subclasses extend it."""
@@ -108,6 +113,10 @@ class SearcherOptions:
                     batch = out["batch_size"] = min(batch, max(1, budget // 2))
                 out["num_init"] = max(batch, min(init // batch * batch, (budget - 1) // batch * batch))
         return out
+
+
+class OptionError(ValueError):
+    """A searcher option value that cannot run (or an option the searcher does not have); the message names it."""
 
 
 def positive(options, *names: str) -> None:
@@ -307,7 +316,7 @@ def check_option_names(name: str, options_cls: type[SearcherOptions], options: d
     bad = [k for k in options if k not in fields]
     if bad:
         hints = "".join(did_you_mean(k, fields) for k in bad)
-        raise ValueError(f"searcher {name!r} has no option(s) {bad}.{hints} Its options: {fields}")
+        raise OptionError(f"searcher {name!r} has no option(s) {bad}.{hints} Its options: {fields}")
     return options
 
 

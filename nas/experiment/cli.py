@@ -27,9 +27,12 @@ from collections.abc import Callable
 
 from absl import app, flags
 
+from nas.core.searcher import OptionError
+from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError
 from nas.experiment.config import ConfigError
 from spaces.files import FULL_DISK, DataError, DiskFullError, MissingPackageError, disk_full
+from spaces.names import UnknownName
 
 __all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded",
            "output_file", "output_folder"]  # fmt: skip
@@ -101,6 +104,10 @@ ERRORS = (
     (DiskFullError, "disk full"),
     (MissingPackageError, "missing package"),
     (app.UsageError, "usage error"),
+    # the library's refusals of a name, an option value or a budget given on the command line
+    (UnknownName, "config error"),
+    (OptionError, "config error"),
+    (BudgetError, "config error"),
 )
 # what the system says about a path the user gave (not a bug of the code: the path or its permissions)
 REFUSED_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,

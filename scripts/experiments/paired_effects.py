@@ -32,7 +32,9 @@ def reported_curves(workdir: str) -> tuple[dict, object, dict[str, np.ndarray], 
     wd = Workdir(workdir)
     config = wd.saved_config()
     if config is None:
-        raise SystemExit(f"{workdir} holds no config.json: not a scripts.train workdir")
+        from nas.experiment.config import ConfigError
+
+        raise ConfigError(f"{workdir} holds no config.json: not a scripts.train workdir; give the --workdir of a run")
     bench = build_benchmark(config)
     curves, scores = {}, {}
     for label in config["searchers"]:

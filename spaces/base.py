@@ -250,10 +250,15 @@ class CategoricalSpace(Space):
         canonical: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ):
         self.name = name
+        if not isinstance(values, dict) or not values:
+            raise ValueError(f"{name}: a CategoricalSpace needs one or more hyperparameters, got {values!r:.80}")
         self.values = {k: list(v) for k, v in values.items()}
         for k, v in self.values.items():
             if not v:
                 raise ValueError(f"{name}: hyperparameter {k!r} has no values")
+            bad = [x for x in v if isinstance(x, (float, np.floating)) and not np.isfinite(x)]
+            if bad:  # NaN never equals itself (no lookup finds it); an infinity is no point of a grid either
+                raise ValueError(f"{name}: hyperparameter {k!r} lists values that are not finite numbers: {bad}")
             if len({repr(x) for x in v}) != len(v):
                 raise ValueError(f"{name}: hyperparameter {k!r} lists a value twice: {v}")
         self.token_names = tuple(self.values)

@@ -9,6 +9,7 @@ import pytest
 
 from nas.core.searcher import make_options
 from spaces import hpo
+from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.language import Architecture, D, LanguageSpace
 from spaces.language import flax_modules as fm
@@ -86,6 +87,11 @@ BAD = [
     (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table={(0,) * 6: 1.0}, fidelities=(12, NAN),
                                         fidelity_unit="epochs"), r"t: fidelities must be finite, positive"),
     (lambda: make_options("hyperband", fidelities=5), r"option fidelities must be increasing budgets, got 5"),
+    (lambda: CategoricalSpace("c", {"lr": [0.1, NAN]}), r"c: hyperparameter 'lr' lists values that are not finite"),
+    (lambda: CategoricalSpace("c", {}), r"c: a CategoricalSpace needs one or more hyperparameters, got \{\}"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table=[1.0]), r"t: the table is a dict .* got a list"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table={(0,) * 6: "high"}),
+     r"t: entry for \(0, 0, 0, 0, 0, 0\): values must be numbers"),
     (lambda: LanguageSpace(cycle, "cyc").build(), r"the search space is not a directed acyclic graph: .* Concat-1"),
     (lambda: FlatLanguageSpace(LanguageSpace(cycle, "cyc")), r"the search space cyc is not a directed acyclic"),
     (lambda: LanguageSpace(cycle_inside, "loop").replay([0]), r"the substitution of Loop-1 is not a directed acyclic"),

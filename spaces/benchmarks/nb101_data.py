@@ -72,7 +72,8 @@ def partial_problem(num_cells: int, path) -> str | None:
     return (
         f"{path}: holds {num_cells:,} of the {NUM_CELLS:,} NAS-Bench-101 cells (a filtered or partial file), "
         "not the benchmark; give the full nasbench_only108.tfrecord (or nasbench_full.tfrecord), or pass "
-        "partial=True (scripts.convert_nb101 --partial) to search these cells only"
+        "partial=True (--config.benchmark_options.partial=true; scripts.convert_nb101 --partial) to search "
+        "these cells only"
     )
 
 

@@ -186,14 +186,14 @@ def test_a_missing_optional_package_is_one_line(monkeypatch, capsys):
 @pytest.mark.slow  # new processes: the converters' wiring to the handler
 def test_the_converters_answer_mistakes_in_one_line(tmp_path):
     (tmp_path / "f.csv").write_text("x")
+    a_file = {"NASJAX_DATA": str(tmp_path / "f.csv")}
     cases = [
-        (["scripts.convert_nb101", f"--tfrecord={tmp_path}"], "data error: ", "not a file; give the NAS-Bench-101"),
-        (["scripts.convert_nb201", f"--archive={tmp_path}", f"--out={tmp_path}"], "config error: ", "is a folder"),
-        (["scripts.convert_nb201", f"--archive={tmp_path}"], "data error: ", "$NASJAX_DATA="),
+        (["scripts.convert_nb101", f"--tfrecord={tmp_path}"], {}, "data error: ", "not a file; give the NAS-Bench-101"),
+        (["scripts.convert_nb201", f"--archive={tmp_path}", f"--out={tmp_path}"], {}, "config error: ", "is a folder"),
+        (["scripts.convert_nb201", f"--archive={tmp_path}"], a_file, "data error: ", "$NASJAX_DATA="),
     ]
-    env = {**os.environ, "NASJAX_DATA": str(tmp_path / "f.csv")}
-    for args, kind, words in cases:
-        done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
+    for args, env, kind, words in cases:
+        done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(kind) and words in lines[0], done.stderr

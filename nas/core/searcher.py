@@ -55,6 +55,7 @@ import jax
 import numpy as np
 
 from spaces.base import Space
+from spaces.files import DataError
 from spaces.names import did_you_mean, lookup
 
 SEARCHERS: dict[str, type[Searcher]] = {}
@@ -79,7 +80,7 @@ class SearcherOptions:
             for f in dataclasses.fields(self):
                 object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
             self.check()
-        except OptionError:
+        except (OptionError, DataError):  # a file an option names keeps its own one-line class
             raise
         except ValueError as e:  # every refusal of a value is an OptionError: one line in every command
             raise OptionError(str(e)) from None

@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from spaces.files import MissingPackageError
+
 try:
     import optuna
     from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
@@ -58,7 +60,7 @@ try:
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial, TrialState
 except ImportError as e:  # optional dependency
-    raise ImportError("nas.adapters.optuna_sampler needs Optuna: pip install optuna") from e
+    raise MissingPackageError("nas.adapters.optuna_sampler needs Optuna: pip install optuna") from e
 
 from nas.adapters.bridge import BudgetSpent, StudyBridge
 from spaces.params import Categorical, Float, Int

@@ -51,6 +51,8 @@ import pickle
 import warnings
 from typing import Any
 
+from spaces.files import MissingPackageError
+
 try:
     from ray.tune.search import Searcher
     from ray.tune.search.sample import Categorical, Domain, LogUniform, Normal, Quantized, Uniform
@@ -59,7 +61,7 @@ try:
     from ray.tune.search.variant_generator import parse_spec_vars
     from ray.tune.utils.util import unflatten_dict
 except ImportError as e:  # optional dependency
-    raise ImportError('nas.adapters.ray_tune needs Ray Tune: pip install "ray[tune]"') from e
+    raise MissingPackageError('nas.adapters.ray_tune needs Ray Tune: pip install "ray[tune]"') from e
 
 from nas.adapters.bridge import BudgetSpent, StudyBridge
 from spaces.data_files import read_pickle

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.searcher import Searcher, SearcherOptions, positive
+from nas.core.searcher import OptionError, Searcher, SearcherOptions, positive
 
 
 @struct.dataclass
@@ -75,7 +75,11 @@ class MultiFidelityOptions(SearcherOptions):
     workers: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "fidelities", tuple(float(b) for b in self.fidelities))
+        try:
+            budgets = tuple(float(b) for b in self.fidelities)
+        except (TypeError, ValueError):
+            raise OptionError(f"option fidelities must be increasing budgets, got {self.fidelities!r}") from None
+        object.__setattr__(self, "fidelities", budgets)
         super().__post_init__()
 
     def check(self) -> None:

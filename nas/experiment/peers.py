@@ -83,6 +83,7 @@ from nas.engine.multi_fidelity_runner import MFHistory
 from nas.engine.runner import INIT_FOLD, History
 from nas.experiment import syne_tune_peer
 from spaces.base import Space
+from spaces.files import MissingPackageError
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
 
@@ -125,7 +126,7 @@ def import_optuna():
     try:
         import optuna
     except ImportError as e:
-        raise ImportError(
+        raise MissingPackageError(
             "the 'tpe' peer needs Optuna, an optional dependency: pip install optuna (see requirements-dev.txt)"
         ) from e
     optuna.logging.set_verbosity(optuna.logging.WARNING)

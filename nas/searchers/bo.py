@@ -77,6 +77,7 @@ class BOOptions(SearcherOptions):
       bucket_multiple: padded data sizes are multiples of this (fewer compiled programs).
     """
 
+    INIT_IN_BATCHES = True  # a ClassVar of SearcherOptions: num_init fits whole batches (fit_defaults)
     batch_size: int = 10
     num_init: int = 10
     encoding: str = "auto"

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import time
 
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _SEEDS = flags.DEFINE_integer("seeds", 50, "Seeds per searcher.")
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "A benchmark with fidelities.")
@@ -67,4 +69,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

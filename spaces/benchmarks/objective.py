@@ -96,8 +96,16 @@ def fidelity_budgets(obj) -> tuple[float, ...]:
 
 
 def check_fidelities(name: str, fidelities, unit: str) -> tuple[float, ...]:
-    """``fidelities`` as a tuple of floats, or a ``ValueError`` unless they are finite, positive and increasing."""
-    budgets = tuple(float(b) for b in fidelities)
+    """``fidelities`` as a tuple of floats, or a ``ValueError`` unless they are a sequence of finite, positive,
+    increasing numbers."""
+    try:
+        if isinstance(fidelities, (str, bytes)) or isinstance(fidelities, dict):
+            raise TypeError
+        budgets = tuple(float(b) for b in fidelities)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}: fidelities must be a list of increasing budgets, e.g. (12, 200), got {fidelities!r}"
+        ) from None
     if not budgets:
         raise ValueError(f"{name}: fidelities is empty; give the budgets in increasing order, e.g. (12, 200)")
     if not all(np.isfinite(b) and b > 0 for b in budgets) or any(a >= b for a, b in zip(budgets, budgets[1:])):

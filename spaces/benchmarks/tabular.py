@@ -203,6 +203,8 @@ class TabularBenchmark(Objective):
         or a list in the order of ``fidelities``; ``valid``'s values may be lists of per-seed scores.
         The result is a ``MultiFidelityTable``.
         """
+        if not isinstance(table, dict):
+            raise ValueError(f"{name}: the table is a dict {{tokens: score or dict}}, got a {type(table).__name__}")
         if not table:
             raise ValueError(f"{name}: the table is empty")
         if fidelities is not None:
@@ -225,9 +227,13 @@ class TabularBenchmark(Objective):
                 raise ValueError(
                     f"{name}: entry for {tuple(tokens)} needs 'valid' and may have 'test', 'cost'; got {sorted(entry)}"
                 )
-            valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
-            test.append(entry.get("test"))
-            cost.append(entry.get("cost", 0.0))
+            try:
+                valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
+                test.append(None if entry.get("test") is None else float(entry["test"]))
+                cost.append(float(entry.get("cost", 0.0)))
+            except (TypeError, ValueError) as e:
+                where = f"{name}: entry for {tuple(tokens)}"
+                raise ValueError(f"{where}: values must be numbers ({e}); got {entry!r:.80}") from None
         if len({s.shape for s in strings}) != 1:
             raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
         width = max(v.shape[0] for v in valid)

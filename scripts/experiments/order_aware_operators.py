@@ -25,7 +25,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _SEEDS = flags.DEFINE_integer("seeds", 20, "Seeds per searcher and operator set (paired).")
 _QUERIES = flags.DEFINE_integer("queries", 100, "Queries per run.")
@@ -152,4 +154,4 @@ def _cells(curves, marks, sign="") -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -62,8 +62,10 @@ def test_successive_halving_promotes_exactly_the_top_third():
         part = slice(start, start + 13)
         fid, toks, sc = h["fidelity"][part], h["tokens"][part], h["score"][part]
         assert fid.tolist() == [0] * 9 + [1] * 3 + [2]
+        started = {tuple(t): i for i, t in enumerate(toks[:9])}  # ties go to the configuration started first
         for lo, n, keep in ((0, 9, 3), (9, 3, 1)):
-            best = np.argsort(-sc[lo : lo + n], kind="stable")[:keep]
+            first = [started[tuple(t)] for t in toks[lo : lo + n]]
+            best = np.lexsort((first, -sc[lo : lo + n]))[:keep]
             want = {tuple(toks[lo + i]) for i in best}
             assert {tuple(t) for t in toks[lo + n : lo + n + keep]} == want
         assert [score(t, BUDGETS[f]) for t, f in zip(toks, fid)] == pytest.approx(sc.tolist(), rel=1e-6)

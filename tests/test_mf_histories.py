@@ -2,13 +2,14 @@
 what was meant to, every other history is the one the code produced before (tests/mf_golden.py), bit for bit."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from nas.core.searcher import make_searcher
 from nas.engine.multi_fidelity_runner import make_mf_search
 from nas.searchers import brackets as bk
-from nas.searchers.asha import rung_candidate
+from nas.searchers.asha import ASHA, rung_candidate
 from spaces.benchmarks.registry import make_benchmark
 from tests.conftest import shared_file
 from tests.mf_golden import GOLDEN, NB201_ASHA_8_SEEDS, batch_digest, digest, matches
@@ -113,3 +114,23 @@ def test_ladders_anchored_at_either_end_and_automatic_eta():
             build("hyperband", eta=bad)
     with pytest.raises(ValueError, match="anchor must be one of"):
         build("asha", anchor="bottom")
+
+
+def test_a_subclass_that_tells_its_own_way_is_told_through_tell_if():
+    """The engine asks and tells through ``ask_if``/``tell_if``; ASHA masks its own writes there, but a subclass
+    that overrides ``tell`` (or ``ask``) is called through the generic select."""
+
+    class WorstFirst(ASHA):
+        registry_name = "asha"
+
+        def tell(self, key, job, score, state):
+            return super().tell(key, job, -score, state)
+
+    s = WorstFirst(SPACE, build("asha").options)
+    key = jax.random.PRNGKey(0)
+    job, state = s.ask(key, s.init(key))
+    told = jax.jit(s.tell_if)(key, job, jnp.float32(2.0), state, jnp.bool_(True))[0]
+    assert float(told.score[0, 0]) == -2.0
+    kept = jax.jit(s.tell_if)(key, job, jnp.float32(2.0), state, jnp.bool_(False))[0]
+    for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(state)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -122,9 +122,15 @@ class ASHA(MultiFidelitySearcher):
         return best_k, best_slot
 
     def ask(self, key, state):
-        return self.ask_if(key, state, jnp.bool_(True))
+        return self.masked_ask(key, state, jnp.bool_(True))
 
     def ask_if(self, key, state, pred):
+        if type(self).ask is not ASHA.ask:  # a subclass that asks its own way: the generic select
+            return super().ask_if(key, state, pred)
+        return self.masked_ask(key, state, pred)
+
+    def masked_ask(self, key, state, pred):
+        """``ask`` where ``pred``, else no job and ``state`` unchanged, writing only the entries a job changes."""
         k, slot = self.promotable(state)
         promote = (k >= 0) & pred
         new_tokens, sid, drawn = draw_candidate(key, self.space, state.seen)
@@ -147,9 +153,15 @@ class ASHA(MultiFidelitySearcher):
         )
 
     def tell(self, key, job, score, state):
-        return self.tell_if(key, job, score, state, jnp.bool_(True))
+        return self.masked_tell(key, job, score, state, jnp.bool_(True))
 
     def tell_if(self, key, job, score, state, pred):
+        if type(self).tell is not ASHA.tell:  # a subclass that tells its own way: the generic select
+            return super().tell_if(key, job, score, state, pred)
+        return self.masked_tell(key, job, score, state, pred)
+
+    def masked_tell(self, key, job, score, state, pred):
+        """``tell`` where ``pred``, else ``state`` unchanged, writing only the entries the result changes."""
         del key
         rung_of = (
             jnp.full((self.num_fidelities,), -1, jnp.int32)

@@ -22,7 +22,6 @@ GOLDEN = {
     "mf_bananas": ("6454edad956f9add", 20),  # at XLA's default optimization level: 59db69a5b2c7d752
     "mf_bananas-fidelity_feature": ("f5ef44874a76aedb", 20),
     "sh_q10": ("f7f0aba659c1193b", 48),  # promotion_order="start_order", one worker, seed 0
-    "hyperband_w2_continues": ("ddc50db0cee12680", 35),
     "asha_iterations_w4": ("34c21c36abec9bc4", 44),  # anchor="max"
 }
 # ASHA (W = 4, 100 full trainings) on NAS-Bench-201 cifar10 at 12 and 200 epochs, the first 8 of the 500 keys

@@ -12,8 +12,8 @@ fidelities). Brackets repeat until the compute budget is spent.
 - ``hyperband``: the paper's brackets s = s_max..0 in turn.
 
 The promoted configurations of a rung are dispatched best first (``promotion_order="best_first"``, the
-default of ``successive_halving``: the better ones finish first, which helps the incumbent at every
-budget) or in the order they were started (``"start_order"``, the default of Hyperband, BOHB and the
+default of ``successive_halving``: the better ones finish first, so where several reach the top budget
+the incumbent improves earlier) or in the order they were started (``"start_order"``, the default of Hyperband, BOHB and the
 multi-fidelity BANANAS). The rung ladder: ``nas.searchers.brackets`` (``eta``, ``min_budget``,
 ``max_budget``, ``anchor`` = ``"max"``, Hyperband's).
 

@@ -96,8 +96,8 @@ class MFBananas(BracketSearcher):
 
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":
-            return bk.hyperband_brackets(ladder, self.options.eta)
-        return (bk.successive_halving_bracket(ladder, self.options.eta),)
+            return bk.hyperband_brackets(ladder, self.eta)
+        return (bk.successive_halving_bracket(ladder, self.eta),)
 
     def setup(self):
         super().setup()

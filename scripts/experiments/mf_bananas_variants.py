@@ -52,7 +52,8 @@ def main(argv):
     budgets = fidelity_budgets(bench)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)
     cols = " | ".join(f"{int(f * 100)} %" for f in FRACTIONS)
-    print(f"{bench.name}, {bench.report_name}, budget {_BUDGET.value} full evaluations, {_SEEDS.value} seeds")
+    print(f"{bench.name}, {bench.report_name}, budget {_BUDGET.value} full evaluations, {_SEEDS.value} seeds, "
+          "mean +- s.e. over seeds; time in seconds")  # fmt: skip
     print(f"| searcher | {cols} | time (s) |\n|---|" + "---|" * (len(FRACTIONS) + 1))
     for label, (name, opts) in SEARCHERS.items():
         if _ONLY.value and label not in _ONLY.value:

@@ -47,6 +47,8 @@ def main(argv):
 
     keys = jax.random.split(jax.random.PRNGKey(0), _TRIALS.value)
     points = [f * _QUERIES.value for f in FRACTIONS]
+    print(f"test error (%) of the incumbent at {', '.join(f'{f:.0%}' for f in FRACTIONS)} of {_QUERIES.value} full "
+          f"trainings, mean +- std over {_TRIALS.value} trials; wall time of the run in seconds")
     print(f"| dataset | Syne Tune scheduler | W | {' | '.join(f'{f:.0%}' for f in FRACTIONS)} | seconds |")
     print("|---|---|---|" + "---|" * len(FRACTIONS) + "---|")
     for ds in _DATASETS.value:

@@ -116,4 +116,5 @@ def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenc
         test=None,
         protocol=protocol,
         report_kind="neg_log_mse",
+        cost_unit="s",
     )

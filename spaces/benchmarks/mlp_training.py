@@ -137,6 +137,7 @@ class MLPTraining(Objective):
     fidelities: tuple = struct.field(pytree_node=False, default=())  # training iterations (module docstring)
     fidelity_unit: str = struct.field(pytree_node=False, default="")
     continues: bool = struct.field(pytree_node=False, default=False)
+    cost_unit: str = struct.field(pytree_node=False, default="training iterations")  # cost = steps trained
 
     @classmethod
     def build(

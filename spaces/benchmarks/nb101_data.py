@@ -276,6 +276,7 @@ def _budget_table(a: dict[str, np.ndarray], epochs: int, name: str, protocol: st
         row_ids=row_ids,
         protocol=protocol,
         report_kind="acc_pct",
+        cost_unit="s",
     )
 
 
@@ -377,6 +378,7 @@ def load_data1k(data_path: str = "", protocol: str = "mean", fidelities=()) -> T
             row_ids=codes[order],
             protocol=protocol,
             report_kind="acc_pct",
+            cost_unit="s",
         )
         for e in budgets
     ]

@@ -131,7 +131,7 @@ def load(
         tag = f"{dataset}-{source_tag(test_csv)}"
         test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
     name = f"nb201/{dataset}"
-    table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct")
+    table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct", cost_unit="s")
     top = TabularBenchmark.build(valid=arrays["valid"], cost=arrays["cost"], test=test, **table)
     if not fidelity_data:
         return top

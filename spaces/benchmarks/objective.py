@@ -10,7 +10,8 @@ An objective scores batches of token strings of its ``space``::
   never a best.
 - ``test``: the score reports use: the test split's score, or, where the
   objective has none (``has_test`` False), the seed-mean validation score.
-- ``cost``: what the evaluation cost (training seconds, latency, ...).
+- ``cost``: what the evaluation cost (training seconds, latency, ...), in ``cost_unit`` ("s",
+  "training iterations", ...; "" where the objective does not say), which reports print beside it.
 
 ``query`` is pure and jittable, and the objective is a pytree (its data arrays
 are leaves, its configuration static), so it is passed to compiled code as an
@@ -64,6 +65,7 @@ class Objective:
     fidelities: tuple[float, ...] = ()  # increasing budgets; () = one fidelity, the full evaluation
     fidelity_unit: str = ""  # what a budget counts: "epochs", "iterations", ...
     continues: bool = False  # a higher fidelity continues a lower one's training (pays the difference)
+    cost_unit: str = ""  # what ``cost`` counts ("s", "training iterations", ...); "" = not said
 
     @property
     def report_name(self) -> str:

@@ -7,7 +7,6 @@ import math
 import os
 import pickle
 
-import numpy as np
 import pytest
 
 from nas.host import pruning
@@ -131,8 +130,9 @@ def test_optuna_multi_fidelity_sampler_proposes_what_the_study_proposes(optuna, 
 def test_optuna_multi_fidelity_sampler_with_threads_waits_and_stops(optuna, tmp_path):
     from nas.adapters.optuna_multi_fidelity import MultiFidelitySampler
 
-    sampler = MultiFidelitySampler("hyperband", SPACE, fidelities=BUDGETS, max_queries=6, seed=2, workers=3,
-                                   directory=str(tmp_path))  # the options of test_tuner_study's replay test
+    sampler = MultiFidelitySampler(
+        "hyperband", SPACE, fidelities=BUDGETS, max_queries=6, seed=2, workers=3, directory=str(tmp_path)
+    )  # the options of test_tuner_study's replay test
     study = optuna.create_study(direction="maximize", sampler=sampler, pruner=sampler.pruner)
     study.optimize(_mf_objective(optuna, {}), n_jobs=3)
     mf = sampler.study
@@ -173,7 +173,8 @@ def test_ray_multi_fidelity_search_pauses_and_resumes_promotions(tmp_path):
             with open(os.path.join(d, "state.json"), "w") as f:
                 json.dump({"step": step}, f)
             value = math.nan if config["a"] == 4 else score((config["a"], config["b"], config["c"]), step)
-            tune.report({"score": value, "step": step, "resumed_at": start}, checkpoint=tune.Checkpoint.from_directory(d))
+            checkpoint = tune.Checkpoint.from_directory(d)
+            tune.report({"score": value, "step": step, "resumed_at": start}, checkpoint=checkpoint)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:

@@ -205,8 +205,10 @@ class MultiFidelitySampler(BaseSampler):
                 raise ValueError(f"parameter {param_name!r} is not in the sampler's search space {list(self._space)}; "
                                  "give search_space with every parameter the objective suggests")  # fmt: skip
             if param_distribution != self._space[param_name]:
-                raise ValueError(f"parameter {param_name!r} suggested as {param_distribution}, but the sampler's "
-                                 f"search space has {self._space[param_name]}; suggest it with the same values")
+                raise ValueError(
+                    f"parameter {param_name!r} suggested as {param_distribution}, but the sampler's "
+                    f"search space has {self._space[param_name]}; suggest it with the same values"
+                )
             raise ValueError(f"parameter {param_name!r} is inactive in trial {trial.number} (its condition in the "
                              "search space does not hold); suggest it only when it is active")  # fmt: skip
         return _draw(_declaration(param_name, param_distribution), self._rng)

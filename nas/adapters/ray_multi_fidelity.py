@@ -246,8 +246,10 @@ class MultiFidelityScheduler(TrialScheduler):
                 return TrialScheduler.STOP  # its evaluation was told (failed) or never given: nothing to run
             step, value = result.get(s.time_attr), result.get(s.metric)
             if step is None:
-                raise ValueError(f"trial {trial.trial_id} reported no {s.time_attr!r}: report it with every result "
-                                 "(MultiFidelitySearch(time_attr=...) names the key that counts training progress)")
+                raise ValueError(
+                    f"trial {trial.trial_id} reported no {s.time_attr!r}: report it with every result "
+                    "(MultiFidelitySearch(time_attr=...) names the key that counts training progress)"
+                )
             if isinstance(value, (int, float, np.number)):
                 s.study.report(job, float(step), float(value))
                 s.log.append(("report", job.number, float(step), float(value)))

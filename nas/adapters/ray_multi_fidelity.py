@@ -70,6 +70,7 @@ except ImportError as e:  # optional dependency
 from nas.adapters.ray_tune import _GRID, declared_params
 from nas.host.mf_study import MultiFidelityStudy as Study
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial
+from spaces.base import Space
 from spaces.data_files import read_pickle
 from spaces.files import DataError, write_bytes_atomic
 
@@ -79,7 +80,8 @@ class MultiFidelitySearch(Searcher):
 
     Args:
       searcher: "asha", "hyperband", "bohb", "successive_halving" or "mf_bananas".
-      space: ``{name: [values] | Tune domain | Float | Int | Categorical}``; None = the Tuner's ``param_space``.
+      space: ``{name: [values] | Tune domain | Float | Int | Categorical}``, a library space (``spaces.base.Space``:
+        the trainable gets its ``to_spec`` dict), or None: the Tuner's ``param_space``.
       fidelities: the budgets in ``time_attr`` units, increasing (e.g. epochs ``[1, 3, 9, 27]``).
       metric, mode: the metric and "min" or "max" (or from ``tune.TuneConfig``).
       max_queries: the budget, in full trainings.
@@ -96,7 +98,10 @@ class MultiFidelitySearch(Searcher):
         if mode not in (None, "min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
         super().__init__(metric=metric, mode=mode)
-        self._space = None if space is None else declared_params(space, lists=True)
+        if space is None or isinstance(space, Space):
+            self._space = space  # a library space (``spaces.base.Space``) is searched as it is
+        else:
+            self._space = declared_params(space, lists=True)
         self._args = dict(searcher=searcher, seed=int(seed), max_queries=max_queries, fidelities=tuple(fidelities),
                           workers=int(workers), continues=bool(continues), **searcher_options)  # fmt: skip
         Study({"x": [0, 1]}, **self._args)  # the searcher's name and options checked now
@@ -231,8 +236,9 @@ class MultiFidelityScheduler(TrialScheduler):
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
         self.attached = True
-        self._metric = metric or self.search.metric
-        self._mode = mode or self.search.mode
+        s = self.search  # Tune skips the searcher's set_search_properties when param_space is empty
+        s._metric, s._mode = s._metric or metric, s._mode or mode
+        self._metric, self._mode = s._metric, s._mode
         return True
 
     def on_trial_add(self, tune_controller, trial: TuneTrial) -> None:

@@ -48,7 +48,7 @@ SETTINGS = {
     "local": {"workers": 4, "methods": (*OURS, "optuna_hyperband_tpe", "ray_asha_random")},
     "ray": {"workers": 2, "methods": (*(f"ray_adapter_{s}" for s in OURS), "ray_asha_random")},
 }
-MAX_QUERIES = {"naval": 20, "digits": 6}  # the budget in full trainings: 162,000 iterations, 54 epochs
+MAX_QUERIES = {"naval": 20, "digits": 4}  # the budget in full trainings: 162,000 iterations, 36 epochs
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Where runs/*.json go.", required=True)
 _SETTING = flags.DEFINE_enum("setting", "local", list(SETTINGS), "Workers on this machine, or a local Ray.")

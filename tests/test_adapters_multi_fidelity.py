@@ -178,7 +178,9 @@ def test_ray_multi_fidelity_search_pauses_and_resumes_promotions(tmp_path):
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        search = MultiFidelitySearch("asha", fidelities=(1, 3, 9), time_attr="step", max_queries=2, workers=2, seed=0)
+        # hyperband's first bracket promotes 3 of 9 configurations once all 9 are told: whatever the order of
+        # arrival, at most one of them (the last told) trains on, the others resume from their checkpoints
+        search = MultiFidelitySearch("hyperband", fidelities=(1, 3, 9), time_attr="step", max_queries=2, workers=2)
         space = {k: tune.choice(v) for k, v in SPACE.items()}
         tuner = tune.Tuner(train, param_space={**space, "root": str(tmp_path / "ckpt")},
                            tune_config=tune.TuneConfig(search_alg=search, scheduler=search.scheduler, metric="score",
@@ -198,7 +200,7 @@ def test_ray_multi_fidelity_search_pauses_and_resumes_promotions(tmp_path):
         assert (t.state == "failed") == a_is_4 and (a_is_4 or t.value == pytest.approx(score(
             tuple(t.params[k] for k in "abc"), t.budget)))  # fmt: skip
     assert all(r.metrics["step"] <= 9 for r in results)
-    assert any(r.metrics["resumed_at"] > 0 for r in results)  # a paused trial resumed from its checkpoint
+    assert sum(r.metrics["resumed_at"] > 0 for r in results) >= 2  # paused trials resumed from their checkpoints
     again = pickle.loads(pickle.dumps(search))  # Tune pickles its searcher: the log replays the same study
     assert [(t.tokens.tolist(), t.budget, t.parent, t.value) for t in again.study.trials] == [
         (t.tokens.tolist(), t.budget, t.parent, t.value) for t in study.trials]  # fmt: skip

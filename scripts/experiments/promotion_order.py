@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _DATASET = flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NAS-Bench-201 dataset.")
 _TEST = flags.DEFINE_string("test_data", "../shared/data/nb201/nats_bench_test_acc.csv", "NB201 test accuracies.")
@@ -51,4 +53,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

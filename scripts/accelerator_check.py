@@ -50,6 +50,7 @@ _OUT = flags.DEFINE_string("out", None, "Folder for accelerator_check.json and a
 _SMALL = flags.DEFINE_bool("small", False, "Tiny sizes (minutes on a CPU).")
 _TESTS = flags.DEFINE_bool("tests", False, "Also run the fast test subset (pytest -m 'not slow') on the device.")
 _ONLY = flags.DEFINE_list("only", [], "Parts to run (default all): searchers, bananas, mlp, job.")
+_SEARCHERS = flags.DEFINE_list("searchers", [], "Searchers of the 'searchers' part (default: the table's seven).")
 _FIDELITY = flags.DEFINE_string(
     "fidelity_data", "../shared/data/nb201/mini_nb201_12epoch.pd", "NB201 12-epoch table (Hyperband, ASHA)."
 )
@@ -71,7 +72,8 @@ SMALL = {
                   ("hyperband", {}), ("asha", {"workers": 2})],
     "seeds": 4, "queries": 12, "mf_queries": 4,
     "bananas": (2, 14, {"epochs": 2, "num_members": 2, "num_layers": 2, "num_candidates": 10, "num_init": 10}),
-    "batches": (4, 8), "alone": 2, "job_runs": 1, "job_overrides": ["--config.num_trials=2", "--config.max_queries=10"],
+    "batches": (4,), "alone": 2, "job_runs": 1,
+    "job_overrides": ["--config.num_trials=2", "--config.max_queries=10", "--config.only=random_search"],
 }  # fmt: skip
 
 
@@ -99,12 +101,14 @@ def device_peak_mb():
 
 def part_env() -> dict:
     """The environment and the host memory of starting JAX (a fresh process)."""
-    rss = {"start": rss_mb()[0]}
     import jax
     import jax.extend
     import jaxlib
 
-    rss["import jax"] = rss_mb()[0]
+    from nas.engine.devices import use_cpu_cores
+
+    rss = {"imports (JAX, the library)": rss_mb()[0]}
+    use_cpu_cores()  # as scripts.train
     devices = jax.devices()
     rss["backend started"] = rss_mb()[0]
     jax.block_until_ready(jax.jit(lambda x: x @ x)(jax.numpy.ones((256, 256))))
@@ -322,17 +326,21 @@ def main(argv):
         return 0
     if not _OUT.value:
         raise cli.ConfigError("give --out=<folder> for accelerator_check.json and accelerator_check.md")
-    out = cli.output_folder(_OUT.value, "out")
     unknown = set(_ONLY.value) - {"searchers", "bananas", "mlp", "job"}
     if unknown:
         raise cli.ConfigError(f"--only: unknown parts {sorted(unknown)}; choose from searchers, bananas, mlp, job")
     wanted = set(_ONLY.value) or {"searchers", "bananas", "mlp", "job"}
+    table = [name for name, _ in sizes()["searchers"]]
+    if set(_SEARCHERS.value) - set(table):
+        raise cli.ConfigError(f"--searchers: {sorted(set(_SEARCHERS.value) - set(table))} are not in the table; "
+                              f"choose from {table}")  # fmt: skip
+    out = cli.output_folder(_OUT.value, "out")
     env = dict(os.environ, PYTHONPATH=bench_startup.ROOT)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # cold: nothing read from a persistent cache
     t0 = time.perf_counter()
     report = {"small": _SMALL.value, "environment": run_part("env", env), "searchers": []}
     print(f"environment: {report['environment']}", flush=True)
-    for name, _ in sizes()["searchers"] if "searchers" in wanted else []:
+    for name in (_SEARCHERS.value or table) if "searchers" in wanted else []:
         report["searchers"].append(run_part(f"search:{name}", env))
         print(f"{name}: {report['searchers'][-1]}", flush=True)
     if "bananas" in wanted:

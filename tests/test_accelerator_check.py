@@ -20,7 +20,7 @@ def test_small_check_writes_every_part(tmp_path):
     """Every part at tiny sizes; of the searchers, one of each path (one call, multi-fidelity, chunked)."""
     fidelity = SHARED_DATA / "nb201" / "mini_nb201_12epoch.pd"
     cmd = [sys.executable, "-m", "scripts.accelerator_check", "--small", f"--out={tmp_path}",
-           f"--fidelity_data={fidelity}", "--searchers=random_search,asha"]  # fmt: skip
+           f"--fidelity_data={fidelity}", "--only=random_search,asha,bananas,mlp,job"]  # fmt: skip
     r = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads((tmp_path / "accelerator_check.json").read_text())

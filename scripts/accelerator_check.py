@@ -122,8 +122,20 @@ def part_env() -> dict:
         "platform_version": backend.platform_version, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
         "python": platform.python_version(), "host": platform.node(), "cpu_cores": os.cpu_count(),
         "load_average": os.getloadavg()[0], "rss_mb": {k: round(v) for k, v in rss.items()},
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""), "accelerator_packages": accelerator_packages(),
     }  # fmt: skip
+
+
+def accelerator_packages() -> dict[str, str]:
+    """Installed versions of JAX's accelerator plugins and the CUDA wheels they pull in (empty on a CPU build)."""
+    from importlib import metadata
+
+    found = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] or ""
+        if re.match(r"(jax-cuda|jax_cuda|libtpu|nvidia-(cuda|cublas|cudnn))", name):
+            found[name] = dist.version
+    return dict(sorted(found.items()))
 
 
 def nb201(mf: bool):
@@ -279,7 +291,8 @@ def markdown(report: dict) -> str:
     out = [f"# Accelerator check ({'small sizes' if report['small'] else 'full sizes'})", "",
            f"{e.get('device')} x {e.get('device_count')} ({e.get('backend')}, {e.get('platform_version')}), jax "
            f"{e.get('jax')}, jaxlib {e.get('jaxlib')}, Python {e.get('python')}, {e.get('date')}, {e.get('cpu_cores')} "
-           f"CPU cores, load {e.get('load_average', float('nan')):.2f} before; host RSS (MB): {e.get('rss_mb')}", "",
+           f"CPU cores, load {e.get('load_average', float('nan')):.2f} before; host RSS (MB): {e.get('rss_mb')}; "
+           f"packages: {e.get('accelerator_packages') or 'no accelerator plugin'}", "",
            "| work | compile (s) | run (s) | run, CPU (s) | host peak RSS (MB) | device peak (MB) |",
            "|---|---|---|---|---|---|"]  # fmt: skip
     for r in report["searchers"]:

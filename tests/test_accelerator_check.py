@@ -1,4 +1,4 @@
-"""``python -m scripts.accelerator_check --small``: every part runs at tiny sizes and lands in the JSON and
+"""``python -m scripts.accelerator_check --small``: its parts run at tiny sizes and land in the JSON and
 Markdown reports (on the CPU here; the same script measures the speed table on a GPU)."""
 
 import json
@@ -33,7 +33,8 @@ def test_small_check_writes_every_part(tmp_path):
             assert name == "asha" and not fidelity.exists()
             continue
         assert row["compile_s"] > 0 and row["run_s"] > 0 and row["peak_rss_mb"] > 100, row
-        assert 80 < row["final_best_valid"] < 92 or name == "bananas"  # NB201 cifar10 validation accuracy (%)
+        if name != "bananas":  # BANANAS' row: its compiled chunks (below)
+            assert 80 < row["final_best_valid"] < 92  # NB201 cifar10 validation accuracy (%)
     assert rows["bananas"]["compilations"] >= 2  # BANANAS compiles a program per data bucket
     mlp = report["mlp"]
     assert [v["batch"] for v in mlp["vmapped"]] == [4] and mlp["alone"]["per_s"] > 0

@@ -272,7 +272,7 @@ def fast_tests(env: dict) -> dict:
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "tests"]
     p = subprocess.run(cmd, env=env, cwd=bench_startup.ROOT, capture_output=True, text=True, check=False)
-    lines = p.stdout.strip().splitlines()
+    lines = p.stdout.strip().splitlines() or [""]
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", lines[-1])}
     failed = [line.split(" - ")[0][len("FAILED ") :] for line in lines if line.startswith(("FAILED ", "ERROR "))]
     return {"counts": counts, "failed": failed, "exit": p.returncode, "wall_s": round(time.perf_counter() - t0, 1)}

@@ -53,6 +53,10 @@ from spaces.names import lookup
 
 POLICIES: dict[str, type[Policy]] = {}
 NEG = -1e30  # a finite "minus infinity" keeps gradients of masked logits NaN-free
+# matrix products of the logits at full float32 precision: GPUs otherwise round float32 products to TF32
+# (~1e-3 relative), and the log-probabilities of sampling and of log_prob (a PPO ratio at the old
+# parameters) would then differ; CPUs compute float32 products in full either way (same numbers)
+PRECISION = "highest"
 
 
 def register_policy(name: str):
@@ -150,12 +154,16 @@ class Policy:
 
     # -- the contract ----------------------------------------------------------
     def log_prob(self, params, tokens: jax.Array, order: jax.Array) -> jax.Array:
-        logp = masked_log_softmax(self.logits(params, tokens, order), self._all_allowed(tokens, order))
+        with jax.default_matmul_precision(PRECISION):
+            logits = self.logits(params, tokens, order)
+        logp = masked_log_softmax(logits, self._all_allowed(tokens, order))
         return jnp.take_along_axis(logp, tokens[:, None].astype(jnp.int32), axis=1)[:, 0]
 
     def entropy(self, params, tokens: jax.Array, order: jax.Array) -> jax.Array:
         allowed = self._all_allowed(tokens, order)
-        logp = masked_log_softmax(self.logits(params, tokens, order), allowed)
+        with jax.default_matmul_precision(PRECISION):
+            logits = self.logits(params, tokens, order)
+        logp = masked_log_softmax(logits, allowed)
         return -jnp.sum(jnp.where(allowed, jnp.exp(logp) * logp, 0.0), axis=-1)
 
     def complete(self, params, key: jax.Array, tokens: jax.Array, order: jax.Array, start: jax.Array):
@@ -171,8 +179,9 @@ class Policy:
             v = jnp.where(t < start, toks[pos], jax.random.categorical(sub, logp)).astype(jnp.int32)
             return (set_at(toks, pos, v), set_at(assigned, pos, True), dc, k), logp[v]
 
-        init = (tokens.astype(jnp.int32), jnp.zeros(n, bool), self.decode_init(params, order), key)
-        (toks, _, _, _), lp_by_step = jax.lax.scan(body, init, jnp.arange(n))
+        with jax.default_matmul_precision(PRECISION):  # the same products as log_prob's
+            init = (tokens.astype(jnp.int32), jnp.zeros(n, bool), self.decode_init(params, order), key)
+            (toks, _, _, _), lp_by_step = jax.lax.scan(body, init, jnp.arange(n))
         return toks, unpermute(lp_by_step, order)
 
     @property

@@ -42,11 +42,11 @@ encoding; its input is the 21 pruned edge bits followed by the 7 node types (``n
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import networkx as nx
 import numpy as np
 
 from spaces import nb101
@@ -54,6 +54,9 @@ from spaces.nasbench_graph import LINKS as NBGRAPH_LINKS
 from spaces.nasbench_graph import OPS as NBGRAPH_OPS
 from spaces.nb201 import EDGES as NB201_EDGES
 from spaces.nb201 import OPS as NB201_OPS
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 DAG_INPUT, DAG_OUTPUT = 0, 1  # node type ids of every cell family; op k has type 2 + k
 NB201_NUM_TYPES = 2 + len(NB201_OPS)
@@ -63,6 +66,8 @@ NB101_NUM_TYPES = 2 + nb101.ABSENT + 1  # the 3 ops and "absent" (a pruned inter
 
 def nb201_op_graph() -> nx.DiGraph:
     """The operation-on-node DAG of an NB201 cell: node 0 = input, 1..6 = the 6 cell edges, 7 = output."""
+    import networkx as nx  # imported where a graph is built: importing the searchers stays quick
+
     g = nx.DiGraph()
     n_edges = len(NB201_EDGES)
     out = n_edges + 1
@@ -80,6 +85,8 @@ def nb201_op_graph() -> nx.DiGraph:
 
 def check_topological_dag(g: nx.DiGraph) -> np.ndarray:
     """int32[V, V] adjacency of ``g`` after checking what ``DAGEncoder`` assumes; ValueError otherwise."""
+    import networkx as nx
+
     v = g.number_of_nodes()
     if sorted(g.nodes) != list(range(v)):
         raise ValueError(f"DAG nodes must be 0..{v - 1}, got {sorted(g.nodes)}")
@@ -114,6 +121,8 @@ def nb201_node_types(tokens: jax.Array) -> jax.Array:
 def nasbench_graph_op_graph(link: tuple[int, ...]) -> nx.DiGraph:
     """The op-on-node DAG of a NAS-Bench-Graph cell with link structure ``link`` (module docstring):
     node 0 = input, 1..4 = the computing nodes, 5 = output."""
+    import networkx as nx
+
     n = len(link)
     g = nx.DiGraph()
     g.add_nodes_from(range(n + 2))

@@ -242,7 +242,7 @@ def embed(w, cfg, arch_x, set_features, set_scores, set_mask, psi_given: bool = 
 
 def matern52(z1: jax.Array, z2: jax.Array, kernel: dict) -> jax.Array:
     """``amp (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r)``, ``r = ||z1 - z2|| / ls``: f32[A, B]."""
-    d2 = jnp.sum(z1 * z1, -1)[:, None] + jnp.sum(z2 * z2, -1)[None, :] - 2.0 * z1 @ z2.T
+    d2 = jnp.sum(z1 * z1, -1)[:, None] + jnp.sum(z2 * z2, -1)[None, :] - 2.0 * jnp.matmul(z1, z2.T, precision="highest")
     r = jnp.sqrt(jnp.maximum(d2, 0.0) + 1e-12) / jnp.exp(kernel["log_ls"])
     s5r = jnp.sqrt(5.0) * r
     return jnp.exp(kernel["log_amp"]) * (1.0 + s5r + 5.0 / 3.0 * r * r) * jnp.exp(-s5r)
@@ -329,8 +329,8 @@ def posterior(w, cfg, arch_x, y, mask, arch_new, set_features, set_scores, set_m
     # string of the space: a row-by-row substitution over [n, M] right-hand sides would dominate the step)
     _, inv = linalg.cholesky_with_inverse(_gram(w, cfg, z, mask))
     k_star = jnp.where(mask[:, None], matern52(z, z_new, w["kernel"]), 0.0)
-    a = inv @ ys
-    v = jnp.matmul(inv, k_star, precision=jax.lax.Precision.HIGHEST)
-    mean = v.T @ a
+    a = jnp.matmul(inv, ys, precision="highest")
+    v = jnp.matmul(inv, k_star, precision="highest")
+    mean = jnp.matmul(v.T, a, precision="highest")
     var = jnp.maximum(jnp.exp(w["kernel"]["log_amp"]) - jnp.sum(v * v, axis=0), 0.0)
     return mean * y_scale + y_mean, jnp.sqrt(var) * y_scale

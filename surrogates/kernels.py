@@ -32,7 +32,7 @@ def hamming_distance(x1, x2):
 
 
 def sq_euclidean(x1, x2):
-    d = jnp.sum(x1 * x1, -1)[:, None] + jnp.sum(x2 * x2, -1)[None, :] - 2.0 * x1 @ x2.T
+    d = jnp.sum(x1 * x1, -1)[:, None] + jnp.sum(x2 * x2, -1)[None, :] - 2.0 * jnp.matmul(x1, x2.T, precision="highest")
     return jnp.maximum(d, 0.0)
 
 

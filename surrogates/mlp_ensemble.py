@@ -77,14 +77,16 @@ def _init_member(key: jax.Array, in_dim: int, cfg: MLPEnsembleConfig) -> dict:
 
 
 def mlp_apply(params: dict, x: jax.Array) -> jax.Array:
-    """One member on a batch: f32[B, F] -> f32[B] (``num_layers`` ReLU layers, linear output)."""
-    h = jax.nn.relu(x @ params["w_in"] + params["b_in"])
+    """One member on a batch: f32[B, F] -> f32[B] (``num_layers`` ReLU layers, linear output); full float32
+    products on every backend (GPUs otherwise round them to TF32), also in the fit's gradients."""
+    with jax.default_matmul_precision("highest"):
+        h = jax.nn.relu(x @ params["w_in"] + params["b_in"])
 
-    def layer(h, wb):
-        return jax.nn.relu(h @ wb[0] + wb[1]), None
+        def layer(h, wb):
+            return jax.nn.relu(h @ wb[0] + wb[1]), None
 
-    h, _ = jax.lax.scan(layer, h, (params["w_h"], params["b_h"]), unroll=True)
-    return (h @ params["w_out"] + params["b_out"])[:, 0]
+        h, _ = jax.lax.scan(layer, h, (params["w_h"], params["b_h"]), unroll=True)
+        return (h @ params["w_out"] + params["b_out"])[:, 0]
 
 
 def _row_hash(seed: jax.Array, rows: jax.Array) -> jax.Array:

@@ -7,9 +7,10 @@ closed form: the primal ``(X'X + l2 I) w = X'y`` when there are fewer features t
 else the dual ``w = X' (X X' + l2 I)^-1 y``. Rows with ``mask`` False are zeroed, so data padded
 to a fixed capacity compiles once.
 
-The SPD solve is a Cholesky factorisation written in JAX (``lax.fori_loop`` over columns)
-rather than LAPACK: jaxlib's batched CPU LAPACK kernels deadlocked when many seeds ran at once
-(see ``nas/engine/devices.py``), and this system is at most a few hundred rows.
+Every matrix product runs at full float32 precision (``"highest"``: GPUs otherwise round float32
+products to TF32, about 1e-3 relative). The SPD solve is a Cholesky factorisation written in JAX
+(``lax.fori_loop`` over columns) rather than LAPACK: jaxlib's batched CPU LAPACK kernels deadlocked when
+many seeds ran at once (see ``nas/engine/devices.py``), and this system is at most a few hundred rows.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def cholesky(a: jax.Array) -> jax.Array:
         col = jnp.where(rows > j, s / d, 0.0).at[j].set(d)
         return lower.at[:, j].set(col)
 
-    return jax.lax.fori_loop(0, n, column, jnp.zeros_like(a))
+    with jax.default_matmul_precision("highest"):
+        return jax.lax.fori_loop(0, n, column, jnp.zeros_like(a))
 
 
 def cho_solve(lower: jax.Array, b: jax.Array) -> jax.Array:
@@ -40,13 +42,13 @@ def cho_solve(lower: jax.Array, b: jax.Array) -> jax.Array:
     def fwd(i, z):
         return z.at[i].set((b[i] - lower[i] @ z) / lower[i, i])
 
-    z = jax.lax.fori_loop(0, n, fwd, jnp.zeros_like(b))
-
     def bwd(k, x):
         i = n - 1 - k
         return x.at[i].set((z[i] - lower[:, i] @ x) / lower[i, i])
 
-    return jax.lax.fori_loop(0, n, bwd, jnp.zeros_like(b))
+    with jax.default_matmul_precision("highest"):
+        z = jax.lax.fori_loop(0, n, fwd, jnp.zeros_like(b))
+        return jax.lax.fori_loop(0, n, bwd, jnp.zeros_like(b))
 
 
 def solve_spd(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -64,13 +66,14 @@ def fit_ridge(x: jax.Array, y: jax.Array, mask: jax.Array, l2: float) -> tuple[j
     xc = (x - x_mean) * m[:, None]
     yc = jnp.where(mask, y - y_mean, 0.0)
     c, f = x.shape
-    if f <= c:
-        w = solve_spd(xc.T @ xc + l2 * jnp.eye(f, dtype=x.dtype), xc.T @ yc)
-    else:
-        alpha = solve_spd(xc @ xc.T + l2 * jnp.eye(c, dtype=x.dtype), yc)
-        w = xc.T @ alpha
-    return w, y_mean - x_mean @ w
+    with jax.default_matmul_precision("highest"):  # full float32 products on GPUs too (no TF32 rounding)
+        if f <= c:
+            w = solve_spd(xc.T @ xc + l2 * jnp.eye(f, dtype=x.dtype), xc.T @ yc)
+        else:
+            alpha = solve_spd(xc @ xc.T + l2 * jnp.eye(c, dtype=x.dtype), yc)
+            w = xc.T @ alpha
+        return w, y_mean - x_mean @ w
 
 
 def predict_ridge(w: jax.Array, b: jax.Array, x: jax.Array) -> jax.Array:
-    return x @ w + b
+    return jnp.matmul(x, w, precision="highest") + b

@@ -55,7 +55,7 @@ np.savez(sys.argv[2], gp=np.asarray(h.tokens), gp_v=np.asarray(h.score))
 
 
 def _run_on(script, tmp_path, counts):
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")  # CPU devices, also on an accelerator host
     # the scripts set the device count themselves; the suite's optimization level stays
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     out = {}
@@ -90,7 +90,7 @@ def test_train_on_8_forced_cpu_devices_equals_1_device(tmp_path):
     small.append("--verbosity=0")  # the INFO line that says how the seeds split (quiet by default)
     runs, logs = {}, {}
     for n in (1, 8):
-        env = dict(os.environ, PYTHONPATH=ROOT)
+        env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")  # CPU devices, also on an accelerator host
         flags = [f for f in env.pop("XLA_FLAGS", "").split() if "device_count" not in f]  # keep the suite's -O0
         env["XLA_FLAGS"] = " ".join(flags)
         args = ["--cpu_devices=1"]
@@ -117,9 +117,13 @@ def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     uninterrupted single-process run bit for bit; only process 0 writes and prints."""
     import socket
 
+    import jax
+
     from configs import default
     from nas.experiment.run import run_experiment
 
+    if jax.default_backend() != "cpu":
+        pytest.skip("compares a run in this process with CPU processes: needs JAX on the CPU here too")
     small = {"num_trials": 8, "max_queries": 12, "only": "random_search", "chunk_steps": 4}
     config = default.get_config()
     config.update(small)
@@ -130,7 +134,7 @@ def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     with socket.socket() as s:
         s.bind(("localhost", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     args = ["--config", "configs/default.py", *(f"--config.{k}={v}" for k, v in small.items()), "--noprogress"]
     args.append("--verbosity=0")  # the INFO line that says how the seeds split (quiet by default)

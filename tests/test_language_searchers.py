@@ -99,17 +99,17 @@ def test_ridge_surrogate_recovers_a_linear_function():
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))
     x = jax.random.normal(k1, (64, 12))
     w_true = jax.random.normal(k2, (12,))
-    y = x @ w_true + 0.7
+    exact = np.asarray(x, np.float64) @ np.asarray(w_true, np.float64) + 0.7  # numpy: no TF32 products on GPUs
     mask = jnp.arange(64) < 50  # padded rows are ignored
-    y = jnp.where(mask, y, 1e6)
+    y = jnp.where(mask, jnp.asarray(exact, jnp.float32), 1e6)
     for rows, l2 in ((64, 1e-6), (8, 1e-4)):  # primal (features < rows); dual (features > rows): interpolates
         m = mask & (jnp.arange(64) < rows)
         w, b = fit_ridge(x, y, m, l2)
-        np.testing.assert_allclose(predict_ridge(w, b, x[:rows]), (x @ w_true + 0.7)[:rows], atol=1e-2)
+        np.testing.assert_allclose(predict_ridge(w, b, x[:rows]), exact[:rows], atol=1e-2)
         if rows == 64:
             np.testing.assert_allclose(w, w_true, atol=1e-3)
             assert float(b) == pytest.approx(0.7, abs=1e-3)
-    a = x.T @ x + jnp.eye(12)
+    a = jnp.asarray(np.asarray(x).T @ np.asarray(x) + np.eye(12, dtype=np.float32))
     np.testing.assert_allclose(cholesky(a), np.linalg.cholesky(np.asarray(a)), rtol=1e-4, atol=1e-4)
 
 

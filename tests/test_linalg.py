@@ -117,6 +117,8 @@ def test_gp_programs_have_no_lapack_call():
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     text = jax.jit(jax.vmap(fit_and_predict)).lower(keys, x, y, mask).as_text()
     assert "custom_call" not in text, [line for line in text.splitlines() if "custom_call" in line][:3]
+    if jax.default_backend() != "cpu":
+        pytest.skip("the check's premise (jnp.linalg.cholesky lowers to LAPACK) holds on the CPU only")
     # the check can fail: jnp.linalg.cholesky lowers to a LAPACK custom call on the CPU
     assert "lapack" in jax.jit(jax.vmap(jnp.linalg.cholesky)).lower(jnp.ones((3, 4, 4))).as_text()
 

@@ -14,7 +14,7 @@ import pytest
 from sklearn.linear_model import LinearRegression
 
 from spaces.benchmarks import uci
-from spaces.benchmarks.mlp_training import MLPTraining, decode
+from spaces.benchmarks.mlp_training import MLPTraining, auto_segment_size, decode
 from spaces.benchmarks.registry import benchmark_options, make_benchmark
 from spaces.files import DataError
 from spaces.hpo import HPOSpace, categorical, grid, mlp_space
@@ -87,6 +87,12 @@ def test_padding_keeps_the_function():
     assert np.all(out[0][2]) and np.all(np.isfinite(out[0][0]))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+def test_segments_are_a_thirty_second_on_a_cpu_and_a_thousand_rows_on_accelerators():
+    assert [auto_segment_size(r, "cpu") for r in (3, 64, 1000, 4096)] == [8, 8, 32, 128]
+    assert [auto_segment_size(r, "gpu") for r in (3, 1000, 4096, 65536)] == [1024, 1024, 1024, 2048]
+    assert auto_segment_size(100, "tpu") == 1024
 
 
 @pytest.mark.slow

@@ -90,7 +90,8 @@ def parse_flags(argv: list[str]) -> list[str]:
         if "verbosity" in flags.FLAGS and flags.FLAGS["verbosity"].using_default_value:
             flags.FLAGS.verbosity = -1  # warnings only (absl would raise it to INFO after parsing)
         if "config" in flags.FLAGS:  # config_flags loads the file lazily: load it now, while errors get one line
-            _ = list(flags.FLAGS["config"].value.keys())
+            value = flags.FLAGS["config"].value
+            _ = list(value.keys()) if hasattr(value, "keys") else value  # a plain --config string is not a file
         return rest
     except Exception as e:  # noqa: BLE001 - config files run arbitrary code; every failure gets one line
         sys.stderr.write(f"config error: {flag_error_line(e, argv)}\n")

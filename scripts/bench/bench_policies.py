@@ -37,41 +37,59 @@ _CHILD = flags.DEFINE_string("child", "", "internal: run one searcher in this pr
 
 
 def run_one(name: str, kwargs: dict) -> dict:
+    from nas.engine.devices import use_cpu_cores
+
+    use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
+    from spaces.benchmarks.registry import make_benchmark
+
+    return {**time_search(name, make_benchmark(_BENCH.value), _SEEDS.value, _QUERIES.value, kwargs), "kwargs": kwargs}
+
+
+def time_search(name: str, bench, seeds: int, queries: int, options: dict) -> dict:
+    """``seeds`` seeds of searcher ``name`` (``options``) on ``bench`` in one compiled call, seeds split over the
+    devices: compile and run seconds (run: wall and CPU of this process), the mean final best validation score,
+    this process's peak resident memory and, where the device reports it, the device's peak memory. A
+    multi-fidelity searcher runs on ``bench``'s fidelities (``nas.engine.multi_fidelity_runner``)."""
     import jax
     import numpy as np
 
+    from nas.core.multi_fidelity import is_multi_fidelity
+    from nas.core.searcher import make_searcher, searcher_class
     from nas.engine.compiler_memory import trim_after_compiles
-    from nas.engine.devices import shard_keys, use_cpu_cores
-
-    use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
-    from nas.core.searcher import make_searcher
-    from nas.engine.incumbent import incumbent_curve
+    from nas.engine.devices import shard_keys
+    from nas.engine.incumbent import incumbent_curve, top_fidelity_score
+    from nas.engine.multi_fidelity_runner import make_mf_search
     from nas.engine.runner import make_search
-    from spaces.benchmarks.registry import make_benchmark
 
     trim_after_compiles()  # as the host loop does
-    bench = make_benchmark(_BENCH.value)
-    s = make_searcher(name, bench.space, max_queries=_QUERIES.value, **kwargs)
-    keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(0), _SEEDS.value))
-    fn = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))
+    if getattr(searcher_class(name), "multi_fidelity", False):
+        options = {"fidelities": tuple(bench.fidelities), **options}
+    s = make_searcher(name, bench.space, max_queries=queries, **options)
+    mf = is_multi_fidelity(s)
+    keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(0), seeds))
+    run = make_mf_search(s) if mf else make_search(s)
+    fn = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=s.compiler_options())
     t0 = time.perf_counter()
     compiled = fn.lower(keys, bench).compile()
     compile_s = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
-    hist = compiled(keys, bench)
-    jax.block_until_ready(hist)
+    hist = jax.block_until_ready(compiled(keys, bench))
     run_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    best, _ = incumbent_curve(hist.score, hist.report_score)
+    score = np.asarray(hist.score)
+    if mf:  # the incumbent is the best evaluation at the top fidelity
+        score = top_fidelity_score(score, np.asarray(hist.fidelity), s.num_fidelities)
+    best, _ = incumbent_curve(score, np.asarray(hist.report_score))
+    stats = jax.devices()[0].memory_stats() or {}
     return {
         "searcher": name,
-        "kwargs": kwargs,
-        "seeds": _SEEDS.value,
-        "queries": _QUERIES.value,
-        "compile_s": round(compile_s, 1),
-        "run_s": round(run_s, 1),
-        "run_cpu_s": round(cpu_s, 1),
+        "seeds": seeds,
+        "queries": queries,
+        "compile_s": round(compile_s, 2),
+        "run_s": round(run_s, 4),
+        "run_cpu_s": round(cpu_s, 4),
         "final_best_valid": round(float(np.mean(np.asarray(best[:, -1]))), 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
+        "device_peak_mb": round(stats["peak_bytes_in_use"] / 2**20) if "peak_bytes_in_use" in stats else None,
     }
 
 

@@ -1,0 +1,47 @@
+"""``python -m scripts.accelerator_check --small``: its parts run at tiny sizes and land in the JSON and
+Markdown reports (on the CPU here; the same script measures the speed table on a GPU)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import pytest
+
+from spaces.benchmarks.mlp_training import auto_segment_size
+from tests.conftest import SHARED_DATA
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.slow
+def test_small_check_writes_every_part(tmp_path):
+    """Every part at tiny sizes; of the searchers, one of each path (one call, multi-fidelity, chunked)."""
+    fidelity = SHARED_DATA / "nb201" / "mini_nb201_12epoch.pd"
+    cmd = [sys.executable, "-m", "scripts.accelerator_check", "--small", f"--out={tmp_path}",
+           f"--fidelity_data={fidelity}", "--only=random_search,asha,bananas,mlp,job"]  # fmt: skip
+    r = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads((tmp_path / "accelerator_check.json").read_text())
+    env = report["environment"]
+    assert env["backend"] == jax.default_backend() and env["jax"] and env["date"] and env["rss_mb"]
+    rows = {row["searcher"]: row for row in report["searchers"]}
+    assert list(rows) == ["random_search", "asha", "bananas"]
+    for name, row in rows.items():
+        if "skipped" in row:  # ASHA without the 12-epoch table
+            assert name == "asha" and not fidelity.exists()
+            continue
+        assert row["compile_s"] > 0 and row["run_s"] > 0 and row["peak_rss_mb"] > 100, row
+        if name != "bananas":  # BANANAS' row: its compiled chunks (below)
+            assert 80 < row["final_best_valid"] < 92  # NB201 cifar10 validation accuracy (%)
+    assert rows["bananas"]["compilations"] >= 2  # BANANAS compiles a program per data bucket
+    mlp = report["mlp"]
+    assert [v["batch"] for v in mlp["vmapped"]] == [4] and mlp["alone"]["per_s"] > 0
+    assert mlp["vmapped"][0]["speedup"] > 0 and mlp["vmapped"][0]["segment_size"] == auto_segment_size(4)
+    job = report["default_job"]
+    assert len(job["runs"]) == 1 and job["runs"][0]["cpu_s"] > 0 and job["import_cpu_s"] > 0
+    assert set(job["runs"][0]["compile_s"]) == {"random_search"}
+    text = (tmp_path / "accelerator_check.md").read_text()
+    assert "| random_search, 4 seeds x 12 queries |" in text and "| bananas, 2 seeds x 14 queries |" in text
+    assert "Default job cold" in text and "vmapped / one at a time" in text

@@ -5,8 +5,9 @@
     python -m scripts.experiments.choose_settings --workdirs=/tmp/choice_remaade_protein --at=500,1000,3200 \
         --only=remaade_
 
-Each workdir is one benchmark with the candidate settings as its searchers (the same labels in every
-workdir, the same trial keys within one). For each benchmark and query count of ``--at`` the candidates
+Each workdir holds candidate settings as its searchers on one benchmark (workdirs on the same benchmark
+are merged: e.g. one meta-trained TNAS variant per workdir); every benchmark needs the same candidates,
+run on the same trial keys. For each benchmark and query count of ``--at`` the candidates
 are ranked by the mean over trials of the best validation score found so far (what a searcher sees; no
 test score is read), ties sharing the average rank; the choice is the candidate with the best mean rank
 over all (benchmark, query count) pairs, ties broken by the larger mean standardized score. Prints a
@@ -63,7 +64,10 @@ def main(argv):
     for wd in _WORKDIRS.value:
         config, bench, _, scores = reported_curves(wd)
         name = config["benchmark"]
-        runs[name] = {k: best_so_far(v) for k, v in scores.items() if k.startswith(_ONLY.value)}
+        mine = {k: best_so_far(v) for k, v in scores.items() if k.startswith(_ONLY.value)}
+        if set(mine) & set(runs.get(name, {})):
+            raise SystemExit(f"{wd}: labels {sorted(set(mine) & set(runs[name]))} already came from another workdir")
+        runs.setdefault(name, {}).update(mine)  # workdirs on one benchmark: their candidates side by side
         benches[name] = bench
     at = [int(q) for q in _AT.value] or [int(config["max_queries"])]
     labels, rank, z = choose(runs, at)

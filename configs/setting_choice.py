@@ -8,7 +8,6 @@ reported runs do not use (docs/checklist.md, "How hyperparameters were tuned"). 
     python -m scripts.train --config $S:alphax,hpolib/protein_structure --workdir /tmp/choice_alphax_protein
     python -m scripts.train --config $S:bananas,analognas/baseline --workdir /tmp/choice_bananas_analog
     python -m scripts.train --config $S:bananas,hpobench/credit_g --workdir /tmp/choice_bananas_credit
-    python -m scripts.train --config $S:bananas,hpobench/kc1 --workdir /tmp/choice_bananas_kc1
     python -m scripts.experiments.choose_settings --workdirs=/tmp/choice_alphax_analog,/tmp/choice_alphax_protein
 
 ReMAADE's long-budget entropy weight is chosen with ``configs/remaade_long.py:hpolib/protein_structure``
@@ -16,7 +15,7 @@ ReMAADE's long-budget entropy weight is chosen with ``configs/remaade_long.py:hp
 
 The choice benchmarks: AnalogNAS-Bench's digital-baseline accuracy (``analognas/baseline``: NAS-Bench-201's
 15,625 cells trained by another pipeline, one value per cell) stands in for the NB201 tables; HPOLib protein
-(not in Table III) and HPOBench's credit_g and kc1 (not in the BANANAS comparison) for the HPO grids. The
+(not in Table III) and HPOBench's credit_g (not in the BANANAS comparison) for the HPO grids. The
 criterion is what a searcher sees: the best validation score after ``max_queries`` queries, mean over
 trials; ``choose_settings`` ranks the candidates on each benchmark and takes the best mean rank.
 """
@@ -33,7 +32,7 @@ CANDIDATES = {
     # BANANAS: the paper's text (UCB, one edit) and the released code's acquisition and edit counts
     "bananas": {
         f"bananas_{acq}_{edits}edit": {"name": "bananas", "acquisition": acq, "max_edits": edits}
-        for acq, edits in (("ucb", 1), ("its", 1), ("ucb", 2), ("its", 2), ("its", 3))
+        for acq, edits in (("ucb", 1), ("its", 1), ("ucb", 2), ("its", 2))
     },
 }
 TRIALS = {"alphax": 50, "bananas": 50}

@@ -57,7 +57,7 @@ BENCHMARKS = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16", "hpolib/nav
 REMAADE = {"name": "remaade", "batch_size": 30, "learning_rate": 1e-2, "d": 36, "num_blocks": 1, "num_orders": 1}
 REACTS = {**REMAADE, "name": "reacts"}
 NASBOT = {"name": "nasbot"}  # t0 = k = 10, EI maximized by its evolutionary algorithm (the paper's)
-ALPHAX = {"name": "alphax", "exploration": 0.01}  # c of eq. 1 (docs/checklist.md: how it was chosen)
+ALPHAX = {"name": "alphax", "exploration": 0.1}  # c of eq. 1 (docs/checklist.md: how it was chosen)
 SEARCHERS = {
     **default.BASELINES,
     "remaade": REMAADE,

@@ -64,8 +64,9 @@ def meta_config() -> ml_collections.ConfigDict:
     )
 
 
-# REPTILE's inner SGD (the paper's optimizer; its learning rate was tuned by BOHB and is not given): the rate
-# chosen among SGD_INNER_LRS on the target cifar100, where no SGD variant is reported (docs/fidelity.md)
+# REPTILE's inner SGD (the paper's optimizer; its learning rate was tuned by BOHB and is not given). The rate is
+# to be chosen among SGD_INNER_LRS (the ``sgd_lr<x>`` variants) on the target cifar100, where no SGD variant is
+# reported; that choice has not been run, so SGD_INNER_LR is still Adam's 1e-3 (docs/fidelity.md says so)
 SGD_INNER_LRS = (1e-3, 1e-2, 1e-1, 1.0)
 SGD_INNER_LR = 1e-3
 

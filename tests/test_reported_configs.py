@@ -7,6 +7,7 @@
    under a reported table) matches the config it names, option by option.
 """
 
+import dataclasses
 import importlib
 import pathlib
 import re
@@ -80,7 +81,7 @@ def test_documented_command_reads_every_setting_from_its_config(doc, spec, flags
     entries = searcher_entries(config)
     for label in selected_labels(config):
         options = searcher_options_of(config, label)
-        fields = {f for f in type(options).__dataclass_fields__ if f != "max_queries"}
+        fields = {f.name for f in dataclasses.fields(options) if f.name != "max_queries"}
         listed = set(entries[label]) - {"name"}
         assert listed == fields, f"{doc}: {spec} searcher {label}: options not in the config {fields - listed}"
 

@@ -18,9 +18,10 @@ import os
 import time
 
 import jax
-from absl import app, flags
+from absl import flags
 
 from nas.engine.devices import shard_keys, use_cpu_cores
+from nas.experiment import cli
 from scripts.bench.compile_stats import CompileStats
 
 _SEEDS = flags.DEFINE_integer("seeds", 20, "seeds (trials) vmapped in each program")
@@ -74,4 +75,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -18,8 +18,9 @@ count, its mean rank, and the choice.
 from __future__ import annotations
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from scripts.experiments.paired_effects import mean_se, reported_curves
 
 _WORKDIRS = flags.DEFINE_list("workdirs", None, "scripts.train workdirs, one per choice benchmark")
@@ -88,4 +89,4 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("workdirs")
-    app.run(main)
+    cli.run(main)

@@ -241,7 +241,8 @@ class TabularBenchmark(Objective):
                 )
             try:
                 valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
-                test.append(None if entry.get("test") is None else float(entry["test"]))
+                t = entry.get("test")  # one score, or one per run of 'valid' (random_run)
+                test.append(None if t is None else (float(t) if np.ndim(t) == 0 else np.asarray(t, np.float32)))
                 cost.append(float(entry.get("cost", 0.0)))
             except (TypeError, ValueError) as e:
                 where = f"{name}: entry for {tuple(tokens)}"

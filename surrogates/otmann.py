@@ -51,26 +51,27 @@ class LayerGraph:
 
 def path_lengths(g: LayerGraph) -> jax.Array:
     """f32[L, 6]: shortest / longest / random-walk path length of each present layer from the input and to the
-    output (0 for absent layers). Static loops over the slots (``L`` is small)."""
+    output (0 for absent layers). A ``fori_loop`` over the slots in topological order: one loop body in the
+    program whatever ``L`` (an unrolled loop made this the largest part of NASBOT's compile time)."""
     n = g.labels.shape[0]
     adj = g.adj & (g.masses[:, None] > 0) & (g.masses[None, :] > 0)
 
-    def sweep(a, start):  # lengths from ``start`` along ``a`` (a[u, v]: u precedes v), slots in order
-        sp, lp, rw = [jnp.float32(0.0)] * n, [jnp.float32(0.0)] * n, [jnp.float32(0.0)] * n
-        for v in range(n):
-            if v == start:
-                continue
+    def sweep(a):  # lengths from slot 0 along ``a`` (a[u, v]: u precedes v, u < v), slots in order
+        def visit(v, lengths):
+            sp, lp, rw = lengths  # slots >= v are still 0 and never parents of v
             par = a[:, v]
             cnt = jnp.sum(par)
-            prev_sp, prev_lp, prev_rw = jnp.stack(sp), jnp.stack(lp), jnp.stack(rw)
-            sp[v] = jnp.where(cnt > 0, 1.0 + jnp.min(jnp.where(par, prev_sp, jnp.inf)), 0.0)
-            lp[v] = jnp.where(cnt > 0, 1.0 + jnp.max(jnp.where(par, prev_lp, -jnp.inf)), 0.0)
-            rw[v] = jnp.where(cnt > 0, 1.0 + jnp.sum(jnp.where(par, prev_rw, 0.0)) / jnp.maximum(cnt, 1), 0.0)
-        return jnp.stack([jnp.stack(sp), jnp.stack(lp), jnp.stack(rw)], axis=1)
+            sp_v = jnp.where(cnt > 0, 1.0 + jnp.min(jnp.where(par, sp, jnp.inf)), 0.0)
+            lp_v = jnp.where(cnt > 0, 1.0 + jnp.max(jnp.where(par, lp, -jnp.inf)), 0.0)
+            rw_v = jnp.where(cnt > 0, 1.0 + jnp.sum(jnp.where(par, rw, 0.0)) / jnp.maximum(cnt, 1), 0.0)
+            return sp.at[v].set(sp_v), lp.at[v].set(lp_v), rw.at[v].set(rw_v)
 
-    from_ip = sweep(adj, 0)
+        zero = jnp.zeros((n,), jnp.float32)
+        return jnp.stack(jax.lax.fori_loop(1, n, visit, (zero, zero, zero)), axis=1)
+
+    from_ip = sweep(adj)
     rev = jnp.flip(adj, (0, 1)).T  # reversed graph, renumbered so the output comes first
-    to_op = jnp.flip(sweep(rev, 0), 0)
+    to_op = jnp.flip(sweep(rev), 0)
     return jnp.concatenate([from_ip, to_op], axis=1)
 
 
@@ -105,7 +106,9 @@ def _shortest_path(w, z, ra, rb, tol):
     d_col = jnp.full((n2,), jnp.inf)
     p_col = jnp.zeros((n2,), jnp.int32)
     back = z > tol
-    for _ in range(max(n1, n2) + 1):  # a simple path alternates rows and columns
+
+    def relax(_, labels):  # one round: rows -> columns, then columns -> rows
+        d_row, p_row, d_col, p_col = labels
         via_row = d_row[:, None] + w
         i = jnp.argmin(via_row, axis=0).astype(jnp.int32)
         v = jnp.take_along_axis(via_row, i[None, :], axis=0)[0]
@@ -114,6 +117,10 @@ def _shortest_path(w, z, ra, rb, tol):
         j = jnp.argmin(via_col, axis=1).astype(jnp.int32)
         v = jnp.take_along_axis(via_col, j[:, None], axis=1)[:, 0]
         p_row, d_row = jnp.where(v < d_row, j, p_row), jnp.minimum(d_row, v)
+        return d_row, p_row, d_col, p_col
+
+    # a simple path alternates rows and columns: max(n1, n2) + 1 rounds (a loop, not unrolled: compile time)
+    d_row, p_row, d_col, p_col = jax.lax.fori_loop(0, max(n1, n2) + 1, relax, (d_row, p_row, d_col, p_col))
     ends = jnp.where(rb > tol, d_col, jnp.inf)
     last = jnp.argmin(ends).astype(jnp.int32)
     return ends[last], last, p_col, p_row
@@ -122,17 +129,18 @@ def _shortest_path(w, z, ra, rb, tol):
 def _augment(w, z, ra, rb, tol):
     """One successive-shortest-path step: push the bottleneck along the cheapest path if it costs < 0."""
     cost, last, p_col, p_row = _shortest_path(w, z, ra, rb, tol)
-    j, on, first, reached = last, cost < 0, jnp.int32(0), jnp.bool_(False)
-    rows, fwd, back, fwd_on, back_on = [], [], [], [], []
-    for _ in range(w.shape[0]):  # back from the last column to a source row: forward edge (i, j), then back
+
+    def trace(carry, _):  # back from the last column to a source row: forward edge (i, j), then back
+        j, on, first, reached = carry
         i = p_col[j]
         prev = p_row[i]
         at_source = prev < 0
-        rows.append(i), fwd.append(j), back.append(jnp.maximum(prev, 0))
-        fwd_on.append(on), back_on.append(on & ~at_source)
+        edge = (i, j, jnp.maximum(prev, 0), on, on & ~at_source)
         first, reached = jnp.where(on & at_source, i, first), reached | (on & at_source)
-        on, j = on & ~at_source, jnp.maximum(prev, 0)
-    rows, fwd, back, fwd_on, back_on = map(jnp.stack, (rows, fwd, back, fwd_on, back_on))
+        return (jnp.maximum(prev, 0), on & ~at_source, first, reached), edge
+
+    init = (last, cost < 0, jnp.int32(0), jnp.bool_(False))
+    (_, _, first, reached), (rows, fwd, back, fwd_on, back_on) = jax.lax.scan(trace, init, None, length=w.shape[0])
     delta = jnp.minimum(rb[last], ra[first])
     delta = jnp.minimum(delta, jnp.min(jnp.where(back_on, z[rows, back], jnp.inf)))
     delta = jnp.where(reached, delta, 0.0)

@@ -32,5 +32,6 @@ def get_config(arg=None):
         bananas_one_edit={**DEFAULT, "max_edits": 1},
         bananas_k10={**DEFAULT, "num_parents": 10},
         bananas_cont_adj={**DEFAULT, "encoding": "continuous_adjacency"},
+        random_search={"name": "random_search"},  # the comparison's floor
     )
     return config

@@ -27,5 +27,6 @@ def get_config(arg=None):
         reacts_paper={**REACTS, **TEXT},
         reacts_scratch={**REACTS, "sim_warm_epochs": 0},
         reacts_no_ppo={**REACTS, "ppo": False},
+        random_search={"name": "random_search"},  # the comparison's floor
     )
     return config

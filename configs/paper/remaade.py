@@ -32,5 +32,6 @@ def get_config(arg=None):
         remaade_one_epoch={**REMAADE, "ppo_epochs": 1},
         remaade_ema={**REMAADE, "baseline_decay": 0.9},
         remaade_reinforce={**REMAADE, "ppo": False},
+        random_search={"name": "random_search"},  # the comparison's floor
     )
     return config

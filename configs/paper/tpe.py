@@ -22,5 +22,7 @@ def get_config(arg=None):
     else:
         config = bananas_comparison.get_config(benchmark)
         config.num_trials = 20
-    config.searchers = searcher_configs(tpe={"name": "tpe"}, tpe_pure={"name": "tpe", "repeats": "requery"})
+    config.searchers = searcher_configs(
+        tpe={"name": "tpe"}, tpe_pure={"name": "tpe", "repeats": "requery"}, random_search={"name": "random_search"}
+    )
     return config

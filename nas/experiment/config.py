@@ -4,7 +4,8 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
 ``get_config(arg)``) names one benchmark and the searchers to compare on it::
 
     benchmark     registered benchmark name (spaces.benchmarks.registry)
-    protocol      "mean" | "random" (tables with seeds; ignored by objectives without)
+    protocol      "mean" | "random" | "random_run" (tables with seeds, spaces.benchmarks.protocols;
+                  ignored by objectives without)
     test_data     optional file of test scores (NB201's test CSV)
     data_path     optional data file (NB-101's TFRecord, UCI folders, ...)
                   (test_data, data_path: "" = the file in the data directory, if there: ``with_data_files``)
@@ -42,6 +43,7 @@ from nas.core.multi_fidelity import MultiFidelityOptions
 from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
 from nas.engine.budget import Budget, BudgetError, check_budget
 from nas.experiment import peers
+from spaces.benchmarks.protocols import PROTOCOLS, ProtocolError
 from spaces.files import DataError
 from spaces.names import unknown
 
@@ -156,8 +158,8 @@ def validate_config(config) -> None:
     name = cfg["benchmark"]
     if name not in available_benchmarks():
         raise ConfigError(f"config.benchmark: {unknown('benchmark', name, available_benchmarks())}")
-    if cfg["protocol"] not in ("mean", "random"):
-        raise ConfigError(f"config.protocol must be 'mean' or 'random', got {cfg['protocol']!r}")
+    if cfg["protocol"] not in PROTOCOLS:
+        raise ConfigError(f"config.protocol must be one of {list(PROTOCOLS)}, got {cfg['protocol']!r}")
     allowed = benchmark_options(name)
     bad = [k for k in dict(get(cfg, "benchmark_options", {})) if k not in allowed or k == "protocol"]
     if bad:
@@ -287,6 +289,8 @@ def build_benchmark(config):
         return make_benchmark(cfg["benchmark"], **kwargs)
     except DataError:
         raise
+    except ProtocolError as e:
+        raise ConfigError(f"config.protocol={cfg['protocol']!r}: {e}") from e
     except (TypeError, ValueError) as e:
         given = {k: v for k, v in kwargs.items() if k != "protocol"}
         raise ConfigError(f"config.benchmark {cfg['benchmark']!r} with options {given}: {e}") from e

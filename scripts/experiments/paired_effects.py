@@ -7,7 +7,10 @@ the difference of two searchers' reported metric (the incumbent's test error, va
 ``nas.engine.incumbent``) on trial ``i`` is a paired sample. For each query count of ``--at`` prints a
 markdown table: searcher, trials, the metric's mean +- standard error, and the mean difference to the
 reference +- its paired standard error with the t statistic (negative = a lower metric than the
-reference's).
+reference's). With ``--against=<workdirs>`` each searcher is compared with the same label in other
+workdirs of the same benchmark and seed (e.g. another protocol), paired by trial:
+
+    python -m scripts.experiments.paired_effects --workdir /tmp/t3_random --against /tmp/t3_mean
 """
 
 from __future__ import annotations
@@ -65,10 +68,37 @@ def paired_table(curves: dict[str, np.ndarray], reference: str, q: int, metric: 
     return "\n".join(rows)
 
 
+def across_table(curves: dict[str, np.ndarray], others: dict[str, np.ndarray], q: int, metric: str) -> str:
+    """Markdown rows: each searcher's metric after ``q`` queries here and in other workdirs (e.g. another
+    protocol), paired by trial (trial ``i`` has the same key at any trial count: the common trials)."""
+    rows = [f"| searcher | trials | {metric} at {q} | other run | difference | t |", "|---|---|---|---|---|---|"]
+    for label, c in curves.items():
+        if label not in others:
+            continue
+        n = min(len(c), len(others[label]))
+        a, b = c[:n, q - 1], others[label][:n, q - 1]
+        (m, se), (mo, seo), (d, dse) = mean_se(a), mean_se(b), mean_se(a - b)
+        t = d / dse if dse > 0 else float("nan")
+        rows.append(
+            f"| {label} | {n} | {m:.4g} +- {se:.2g} | {mo:.4g} +- {seo:.2g} | {d:+.3g} +- {dse:.2g} | {t:+.2f} |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv):
     del argv
     f = flags.FLAGS
     config, bench, curves, _ = reported_curves(f.workdir)
+    if f.against:
+        others = {}
+        for wd in f.against:
+            other_config, _, other_curves, _ = reported_curves(wd)
+            if other_config["seed"] != config["seed"] or other_config["benchmark"] != config["benchmark"]:
+                raise SystemExit(f"{wd}: another benchmark or root seed than {f.workdir}: not paired")
+            others.update(other_curves)
+        for q in [int(a) for a in f.at] or [int(config["max_queries"])]:
+            print(f"\n{across_table(curves, others, q, bench.report_name)}")
+        return
     if f.reference not in curves:
         raise cli.ConfigError(f"--reference={f.reference!r}: the finished searchers are {sorted(curves)}; name one")
     print(f"{config['benchmark']}, {f.workdir}: {json.dumps({k: config[k] for k in ('seed', 'max_queries')})}")
@@ -79,5 +109,6 @@ def main(argv):
 if __name__ == "__main__":  # flags defined here: scripts.figures.remaade_long_figures imports this module's functions
     flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
     flags.DEFINE_string("reference", "", "The label the others are compared with.")
+    flags.DEFINE_list("against", [], "Other workdirs (same benchmark and seed): each label against itself there.")
     flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")
     cli.run(main)

@@ -12,9 +12,11 @@ accuracy in percent reports ``100 - acc`` (error, %), HPOLib's validation MSE is
 searched as ``-log(mse)`` because it is heavy-tailed (3e-5 .. 7e3) and reported
 as MSE.
 
-Protocols: ``"mean"`` gives the seed mean of the validation score; ``"random"``
-draws one seed per query from ``key`` (the seeds a row has; tables where some
-rows have fewer seeds store ``n_seeds``). Test scores are always seed means.
+Protocols (``spaces.benchmarks.protocols``): ``"mean"`` gives the seed mean of the
+validation score; ``"random"`` draws one seed per query from ``key`` (the seeds a row
+has; tables where some rows have fewer seeds store ``n_seeds``) and reports the seed-mean
+test score; ``"random_run"`` reports the drawn seed's own test score (tables with per-run
+test scores, or without a test split).
 
 Invalid strings (``space.is_valid`` false, or a string the table does not
 hold) never crash and never return a number that looks real: their valid and
@@ -30,6 +32,7 @@ from flax import struct
 
 from spaces.base import Space
 from spaces.benchmarks.objective import REPORTS, Objective, check_fidelities
+from spaces.benchmarks.protocols import check_protocol, check_runs_for, padded_runs, split_test
 
 
 @struct.dataclass
@@ -37,6 +40,7 @@ class TabularBenchmark(Objective):
     valid: jax.Array  # f32[R, S]: validation score of each seed (higher is better)
     n_seeds: jax.Array  # int32[R]: how many of the S columns are real for each row
     test: jax.Array  # f32[R]: seed-mean test score (or seed-mean validation if no test)
+    test_runs: jax.Array  # f32[R, S]: each run's test score ([R, 0]: the table has seed means only)
     cost: jax.Array  # f32[R]: training time (seconds)
     row_ids: jax.Array  # int32[R] sorted string ids; empty when rows are dense ids
     space: Space = struct.field(pytree_node=False)
@@ -68,8 +72,10 @@ class TabularBenchmark(Objective):
         """Validates host arrays and moves them to the device.
 
         ``valid`` is f32[R, S] (or f32[R]) with NaN where a row has fewer seeds;
-        NaN seeds must come last in a row. Say which string each row holds, in
-        any order, with exactly one of:
+        NaN seeds must come last in a row. ``test`` is f32[R] (seed means) or
+        f32[R, S] (each run's test score, NaN where ``valid`` is: the ``random_run``
+        protocol reads it). Say which string each row holds, in any order, with
+        exactly one of:
 
         - ``strings``: int[R, N] token strings (rows are sorted by
           ``space.string_id`` here, so the given order cannot be wrong);
@@ -101,7 +107,7 @@ class TabularBenchmark(Objective):
             raise ValueError(f"{name}: valid must be f32[R] or f32[R, S] with one row or more, got shape {valid.shape}")
         num_rows = valid.shape[0]
         cost = np.zeros((num_rows,), np.float32) if cost is None else np.asarray(cost, np.float32)
-        for arr, what in ((cost, "cost"), (test, "test")):
+        for arr, what in ((cost, "cost"), (None if np.ndim(test) == 2 else test, "test")):
             if arr is not None and np.shape(arr) != (num_rows,):
                 raise ValueError(f"{name}: {what} must have one value per row ({num_rows}), got shape {np.shape(arr)}")
         # NaN marks a seed a row lacks; an infinite score would be a fake best (or worst) row every searcher meets
@@ -140,13 +146,13 @@ class TabularBenchmark(Objective):
             row_ids = sorted_ids
         if dense and num_rows > space.size:
             raise ValueError(f"{name}: dense table has {num_rows} rows but {space.name} has {space.size} strings")
-        if protocol not in ("mean", "random"):
-            raise ValueError(f"protocol must be 'mean' or 'random', got {protocol!r}")
+        check_protocol(protocol)
         if report_kind not in REPORTS:
             raise ValueError(f"report_kind must be one of {list(REPORTS)}, got {report_kind!r}")
         if valid.ndim == 1:
             valid = valid[:, None]
         present = ~np.isnan(valid)
+        test, test_runs = split_test(name, test, present)
         n_seeds = present.sum(1).astype(np.int32)
         if np.any(n_seeds == 0):
             raise ValueError(f"{name}: {int(np.sum(n_seeds == 0))} rows have no validation value")
@@ -156,6 +162,7 @@ class TabularBenchmark(Objective):
         row_mean = np.nanmean(valid, axis=1)
         valid = np.where(present, valid, row_mean[:, None])
         has_test = test is not None
+        check_runs_for(name, protocol, has_test, test_runs)
         test = row_mean if test is None else np.asarray(test, np.float32)
         if np.any(~np.isfinite(test)):
             r = int(np.argmax(~np.isfinite(test)))
@@ -171,6 +178,7 @@ class TabularBenchmark(Objective):
             valid=jnp.asarray(valid),
             n_seeds=jnp.asarray(n_seeds),
             test=jnp.asarray(test, jnp.float32),
+            test_runs=jnp.asarray(test_runs),
             cost=jnp.asarray(cost),
             row_ids=jnp.asarray(row_ids),
             space=space,
@@ -198,7 +206,8 @@ class TabularBenchmark(Objective):
         Keys are token strings (tuples of ints; ``space.from_spec`` turns a
         readable spec into one). A value is the
         validation score (higher is better; one float or a list of per-seed
-        floats) or a dict ``{"valid": ..., "test": float, "cost": float}``.
+        floats) or a dict ``{"valid": ..., "test": ..., "cost": float}`` (``test``: one float, or one per
+        run of ``valid``, the same run in the same place: the ``random_run`` protocol reads them).
         Rows may come in any order; they are matched to strings by ``string_id``.
 
         With ``fidelities`` (e.g. ``(12, 200)``, ``fidelity_unit="epochs"``) each of ``valid``, ``test``
@@ -232,20 +241,22 @@ class TabularBenchmark(Objective):
                 )
             try:
                 valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
-                test.append(None if entry.get("test") is None else float(entry["test"]))
+                t = entry.get("test")  # one score, or one per run of 'valid' (random_run)
+                test.append(None if t is None else (float(t) if np.ndim(t) == 0 else np.asarray(t, np.float32)))
                 cost.append(float(entry.get("cost", 0.0)))
             except (TypeError, ValueError) as e:
                 where = f"{name}: entry for {tuple(tokens)}"
                 raise ValueError(f"{where}: values must be numbers ({e}); got {entry!r:.80}") from None
         if len({s.shape for s in strings}) != 1:
             raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
-        width = max(v.shape[0] for v in valid)
-        seeds = np.full((len(valid), width), np.nan, np.float32)
-        for i, v in enumerate(valid):
-            seeds[i, : v.shape[0]] = v
+        seeds = padded_runs(valid)
         has_test = [t is not None for t in test]
         if any(has_test) and not all(has_test):
             raise ValueError(f"{name}: give 'test' for every entry or for none")
+        if all(has_test) and any(np.ndim(t) for t in test):  # per-run test scores
+            if any(np.shape(np.atleast_1d(t)) != v.shape for t, v in zip(test, valid)):
+                raise ValueError(f"{name}: per-run 'test' needs one score per run of 'valid' in every entry")
+            test = padded_runs([np.atleast_1d(np.asarray(t, np.float32)) for t in test])
         return cls.build(
             name=name,
             space=space,
@@ -267,8 +278,7 @@ class TabularBenchmark(Objective):
         return int(self.valid.shape[1])
 
     def with_protocol(self, protocol: str) -> TabularBenchmark:
-        if protocol not in ("mean", "random"):
-            raise ValueError(f"protocol must be 'mean' or 'random', got {protocol!r}")
+        check_runs_for(self.name, check_protocol(protocol), self.has_test, self.test_runs)
         return self.replace(protocol=protocol)
 
     # -- the objective ----------------------------------------------------------
@@ -293,16 +303,19 @@ class TabularBenchmark(Objective):
         row = self.rows(tokens)
         ok = row >= 0
         r = jnp.maximum(row, 0)
-        if self.protocol == "random":
+        test = self.test[r]
+        if self.protocol in ("random", "random_run"):
             seed = jax.random.randint(key, row.shape, 0, jnp.iinfo(jnp.int32).max) % self.n_seeds[r]
             valid = self.valid[r, seed]
+            if self.protocol == "random_run":  # the drawn run's test score (its validation where there is no test)
+                test = self.test_runs[r, seed] if self.test_runs.shape[1] else valid
         else:
             cols = jnp.arange(self.num_seeds)[None, :] < self.n_seeds[r][:, None]
             valid = jnp.sum(jnp.where(cols, self.valid[r], 0.0), 1) / self.n_seeds[r]
         neg_inf = jnp.float32(-jnp.inf)
         return {
             "valid": jnp.where(ok, valid, neg_inf),
-            "test": jnp.where(ok, self.test[r], neg_inf),
+            "test": jnp.where(ok, test, neg_inf),
             "cost": jnp.where(ok, self.cost[r], 0.0),
         }
 

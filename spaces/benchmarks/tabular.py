@@ -29,6 +29,7 @@ import numpy as np
 from flax import struct
 
 from spaces.base import Space
+from spaces.benchmarks.metrics import check_columns, metric_infos
 from spaces.benchmarks.objective import REPORTS, Objective, check_fidelities
 
 
@@ -44,6 +45,8 @@ class TabularBenchmark(Objective):
     protocol: str = struct.field(pytree_node=False, default="mean")
     has_test: bool = struct.field(pytree_node=False, default=True)
     report_kind: str = struct.field(pytree_node=False, default="acc_pct")
+    columns: dict = struct.field(default_factory=dict)  # metric name -> f32[R] (spaces.benchmarks.metrics)
+    metric_info: tuple = struct.field(pytree_node=False, default=())  # a Metric per column, in order
 
     @classmethod
     def build(
@@ -62,6 +65,8 @@ class TabularBenchmark(Objective):
         report_kind: str = "acc_pct",
         fidelities=None,
         fidelity_unit: str = "",
+        metrics: dict | None = None,
+        metric_info=(),
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
 
@@ -77,6 +82,10 @@ class TabularBenchmark(Objective):
 
         ``cost`` (f32[R], e.g. training seconds) is optional: zeros when absent.
 
+        ``metrics`` (``{name: f32[R]}``, finite) are named metrics the query returns beside the scores
+        (``spaces.benchmarks.metrics``); ``metric_info`` declares each one (a ``Metric``, or a tuple
+        ``(name, unit[, direction])``).
+
         With ``fidelities`` (increasing budgets in ``fidelity_unit``, e.g. ``(12, 200)`` epochs) every
         array has a leading fidelity axis, one value per fidelity (``valid`` f32[F, R, S] or f32[F, R],
         ``test`` and ``cost`` f32[F, R]), and the result is a
@@ -86,7 +95,7 @@ class TabularBenchmark(Objective):
             return _build_levels(
                 cls, name=name, space=space, valid=valid, cost=cost, test=test, fidelities=fidelities,
                 fidelity_unit=fidelity_unit, rows=dict(strings=strings, string_ids=string_ids, row_ids=row_ids,
-                dense=dense), protocol=protocol, report_kind=report_kind,
+                dense=dense), protocol=protocol, report_kind=report_kind, metrics=metrics, metric_info=metric_info,
             )  # fmt: skip
         given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
         if sum(given) != 1:
@@ -99,6 +108,8 @@ class TabularBenchmark(Objective):
             raise ValueError(f"{name}: valid must be f32[R] or f32[R, S] with one row or more, got shape {valid.shape}")
         num_rows = valid.shape[0]
         cost = np.zeros((num_rows,), np.float32) if cost is None else np.asarray(cost, np.float32)
+        metric_info = metric_infos(metric_info)
+        columns = check_columns(name, metrics or {}, metric_info, num_rows)
         for arr, what in ((cost, "cost"), (test, "test")):
             if arr is not None and np.shape(arr) != (num_rows,):
                 raise ValueError(f"{name}: {what} must have one value per row ({num_rows}), got shape {np.shape(arr)}")
@@ -134,6 +145,7 @@ class TabularBenchmark(Objective):
                     "give one row per architecture (average seeds into the columns of one row)"
                 )
             valid, cost = valid[order], cost[order]
+            columns = {k: v[order] for k, v in columns.items()}
             test = None if test is None else np.asarray(test, np.float32)[order]
             row_ids = sorted_ids
         if dense and num_rows > space.size:
@@ -176,6 +188,8 @@ class TabularBenchmark(Objective):
             protocol=protocol,
             has_test=has_test,
             report_kind=report_kind,
+            columns={k: jnp.asarray(v) for k, v in columns.items()},
+            metric_info=metric_info,
         )
 
     @classmethod
@@ -189,6 +203,7 @@ class TabularBenchmark(Objective):
         report_kind: str = "identity",
         fidelities=None,
         fidelity_unit: str = "",
+        metrics=(),
     ) -> TabularBenchmark:
         """A table from ``{tokens: score}`` (bring your own benchmark).
 
@@ -197,6 +212,10 @@ class TabularBenchmark(Objective):
         validation score (higher is better; one float or a list of per-seed
         floats) or a dict ``{"valid": ..., "test": float, "cost": float}``.
         Rows may come in any order; they are matched to strings by ``string_id``.
+
+        ``metrics`` declares further columns (``Metric("latency", "ms")`` or ``("latency", "ms")``,
+        ``direction`` "minimize" by default): every dict entry then holds a value for each
+        (``{"valid": ..., "latency": 3.1, "params": 1.2e6}``), and ``query`` returns them.
 
         With ``fidelities`` (e.g. ``(12, 200)``, ``fidelity_unit="epochs"``) each of ``valid``, ``test``
         and ``cost`` holds one value per fidelity: a dict keyed by the budget (``{12: 71.2, 200: 91.0}``)
@@ -212,22 +231,30 @@ class TabularBenchmark(Objective):
                 for i in range(len(budgets))
             ]
             tables = [
-                cls.from_dict(name=name, space=space, table=lvl, protocol=protocol, report_kind=report_kind)
+                cls.from_dict(
+                    name=name, space=space, table=lvl, protocol=protocol, report_kind=report_kind, metrics=metrics
+                )
                 for lvl in levels
             ]
             return _stack(name, tables, budgets, fidelity_unit)
-        strings, valid, test, cost = [], [], [], []
+        metric_info = metric_infos(metrics)
+        named = [m.name for m in metric_info]
+        strings, valid, test, cost, columns = [], [], [], [], {n: [] for n in named}
         for tokens, entry in table.items():
             strings.append(np.asarray(tokens, np.int64).reshape(-1))
             entry = entry if isinstance(entry, dict) else {"valid": entry}
-            unknown = set(entry) - {"valid", "test", "cost"}
-            if unknown or "valid" not in entry:
+            unknown = set(entry) - {"valid", "test", "cost", *named}
+            if unknown or "valid" not in entry or any(n not in entry for n in named):
                 raise ValueError(
-                    f"{name}: entry for {tuple(tokens)} needs 'valid' and may have 'test', 'cost'; got {sorted(entry)}"
+                    f"{name}: entry for {tuple(tokens)} needs 'valid'{''.join(f', {n!r}' for n in named)} and may "
+                    f"have 'test', 'cost'; got {sorted(entry)}"
+                    + (" (declare further columns with metrics=)" if unknown else "")
                 )
             valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
             test.append(entry.get("test"))
             cost.append(entry.get("cost", 0.0))
+            for n in named:
+                columns[n].append(entry[n])
         if len({s.shape for s in strings}) != 1:
             raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
         width = max(v.shape[0] for v in valid)
@@ -246,6 +273,8 @@ class TabularBenchmark(Objective):
             strings=np.stack(strings),
             protocol=protocol,
             report_kind=report_kind,
+            metrics={n: np.asarray(v, np.float32) for n, v in columns.items()},
+            metric_info=metric_info,
         )
 
     # -- static facts ----------------------------------------------------------
@@ -295,6 +324,7 @@ class TabularBenchmark(Objective):
             "valid": jnp.where(ok, valid, neg_inf),
             "test": jnp.where(ok, self.test[r], neg_inf),
             "cost": jnp.where(ok, self.cost[r], 0.0),
+            **{k: jnp.where(ok, col[r], jnp.nan) for k, col in self.columns.items()},
         }
 
     # -- host summaries -----------------------------------------------------------
@@ -315,7 +345,9 @@ def _stack(name, tables, budgets, unit):
     return MultiFidelityTable.stack(name, tables, budgets, unit)
 
 
-def _build_levels(cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind):
+def _build_levels(
+    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, metrics, metric_info
+):
     """``TabularBenchmark.build`` once per fidelity (arrays with a leading fidelity axis)."""
     budgets = check_fidelities(name, fidelities, fidelity_unit)
     f = len(budgets)
@@ -334,6 +366,8 @@ def _build_levels(cls, *, name, space, valid, cost, test, fidelities, fidelity_u
             test=None if test is None else np.asarray(test)[i],
             protocol=protocol,
             report_kind=report_kind,
+            metrics={k: np.asarray(v)[i] if np.ndim(v) == 2 else v for k, v in (metrics or {}).items()},
+            metric_info=metric_info,
             **rows,
         )  # fmt: skip
         for i in range(f)
@@ -346,6 +380,8 @@ def _at_fidelity(name, tokens, entry, i, budgets):
     entry = entry if isinstance(entry, dict) else {"valid": entry}
 
     def pick(field, value):
+        if field not in ("valid", "test", "cost") and np.ndim(value) == 0 and not isinstance(value, dict):
+            return value  # a metric of the configuration (its latency, its size): one value at every fidelity
         if isinstance(value, dict):
             by_budget = {float(k): v for k, v in value.items()}
             if sorted(by_budget) != sorted(budgets):

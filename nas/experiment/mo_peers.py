@@ -77,18 +77,27 @@ class OptunaMOProposer(TPEProposer):
         self.study = optuna.create_study(directions=["maximize"] * options.num_objectives, sampler=sampler)
         self._trial_state = optuna.trial.TrialState
 
+    def tell(self, trial, value) -> None:
+        """``value``: the maximized vector (a list), or None for a failed trial."""
+        if value is None:
+            self.study.tell(trial, state=self._trial_state.FAIL)
+        else:
+            self.study.tell(trial, [float(v) for v in value])
+
 
 @dataclasses.dataclass(frozen=True)
 class MOREAOptions(MultiObjectiveOptions, SearcherOptions):
     """Attributes (and ``num_objectives``):
     population_size, sample_size: Syne Tune's MO-REA population and tournament (30 and 10, as ours).
-    max_repeats, fallback, seeds_per_group: the peer protocol (``nas.experiment.peers.TPEOptions``).
+    max_repeats, fallback, repeats, seeds_per_group: the peer protocol (``nas.experiment.peers.TPEOptions``;
+      ``repeats="requery"``: Syne Tune as it is, a repeated suggestion queried and told again).
     """
 
     population_size: int = 30
     sample_size: int = 10
     max_repeats: int = 5
     fallback: str = "mutate"
+    repeats: str = "fallback"
     seeds_per_group: int = 10
 
     def check(self):
@@ -99,6 +108,7 @@ class MOREAOptions(MultiObjectiveOptions, SearcherOptions):
             )
         positive(self, "population_size", "sample_size", "max_repeats")
         one_of(self, "fallback", ("mutate", "uniform"))
+        one_of(self, "repeats", ("fallback", "requery"))
         if self.seeds_per_group < 0:
             raise ValueError("seeds_per_group must be >= 0")
 

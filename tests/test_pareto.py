@@ -7,16 +7,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.hypervolume import hypervolume, hypervolume_2d, hypervolume_3d
-from nas.core.pareto import (
-    crowding_distance,
-    front_ranks,
-    front_ranks_2d,
-    insert_front_ranks,
-    nondominated_mask,
-    nsga2_order,
-    nsga2_priority,
-)
+from nas.core import hypervolume as hv_mod
+from nas.core import pareto
+from nas.core.pareto import nondominated_mask
+
+# compiled once per shape for the whole module (eager while loops and scans would compile per call)
+front_ranks, front_ranks_2d = jax.jit(pareto.front_ranks), jax.jit(pareto.front_ranks_2d)
+crowding_distance, nsga2_priority = jax.jit(pareto.crowding_distance), jax.jit(pareto.nsga2_priority)
+insert_front_ranks, nsga2_order = jax.jit(pareto.insert_front_ranks), pareto.nsga2_order
+hypervolume, hypervolume_2d, hypervolume_3d = (jax.jit(f) for f in (hv_mod.hypervolume, hv_mod.hypervolume_2d,
+                                                                     hv_mod.hypervolume_3d))  # fmt: skip
 
 
 def brute_ranks(p: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def test_hypervolume_by_hand():
 def test_hypervolume_matches_brute_force(m):
     rng = np.random.default_rng(10 + m)
     ref = np.full(m, 5.0, np.float32)
-    hv = jax.jit(hypervolume)
+    hv = hypervolume
     for _ in range(6):
         n = 12 if m == 3 else 25
         p = rng.integers(0, 7, size=(n, m)).astype(np.float32)  # ties, copies, points beyond the reference
@@ -123,7 +123,7 @@ def test_inserted_front_ranks_match_a_full_sort(m):
     p = p.at[3].set(jnp.inf)  # a failed evaluation
     mask = np.zeros(n, bool)
     ranks = front_ranks(p, jnp.asarray(mask))
-    insert = jax.jit(insert_front_ranks)
+    insert = insert_front_ranks
     for new in rng.permutation(n)[:20]:
         ranks = insert(p, jnp.asarray(mask), ranks, int(new))
         mask[new] = True

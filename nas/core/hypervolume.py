@@ -17,11 +17,11 @@ objective add nothing. Functions take one set of points ``[n, M]`` with a ``mask
 **Normalization and reference point** (``normalize``). Reports compute the hypervolume of the
 points mapped per objective to ``(v - ideal) / (reference - ideal)``, so the reference point is
 ``(1, ..., 1)`` and a front's hypervolume lies in ``[0, 1]``: ``ideal`` is the best value in the
-table (over every configuration) and ``reference`` the table's **median** error and its **largest**
-value of each further metric (``nas.experiment.pareto_report``). The region counted is that of
-networks at least as accurate as the table's median network, at any cost: the trade-off a
-practitioner chooses from, not the cheap networks at chance accuracy that a reference at the worst
-error would weigh most.
+table (over every configuration), ``reference`` the table's **median** error and, per further metric,
+the true front's costliest network more accurate than that median plus 10 % of the front's range
+(``nas.experiment.pareto_report``). The region counted is that of networks at least as accurate as
+the table's median network: the trade-off a practitioner chooses from, not the cheap networks at
+chance accuracy that a reference at the worst error would weigh most.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ vector ``[valid, +-metric, ...]`` of the run's metrics, every component maximize
   library uses for ASHA (``nas.experiment.syne_tune_peer``), would add only a simulated clock to a
   sequential run of full evaluations, so it is not used. Syne Tune samples with replacement: a repeated
   suggestion is dropped (not told) and another one asked, up to ``max_repeats``, then the fallback.
-  Syne Tune minimizes: it is told ``-vector`` (a failed evaluation: 1e30 in every objective).
+  Syne Tune minimizes: it is told ``-vector`` (a failed evaluation: 1e30 in every objective). Its random
+  configurations come from NumPy's global generator: each seed's proposer keeps a generator of its own
+  (seeded like the searcher) and swaps it in around ``suggest``, so seeds run in lockstep stay independent
+  and a run is reproducible.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 from nas.core.multi_objective import MultiObjectiveOptions
 from nas.core.searcher import SearcherOptions, one_of, positive
+from nas.experiment import peers
 from nas.experiment.peers import TPEOptions, TPEProposer, import_optuna, ordinal_tokens
 from nas.experiment.syne_tune_peer import import_syne_tune
 
@@ -129,9 +133,16 @@ class MOREAProposer:
             random_seed=seed,
         )  # fmt: skip
         self.trials, self.num_objectives = 0, options.num_objectives
+        self.global_state = np.random.RandomState(seed).get_state()  # this seed's draws of NumPy's global generator
 
     def ask(self):
-        config = self.searcher.suggest()
+        outside = np.random.get_state()
+        np.random.set_state(self.global_state)
+        try:
+            config = self.searcher.suggest()
+        finally:
+            self.global_state = np.random.get_state()
+            np.random.set_state(outside)
         return config, np.asarray([config[n] for n in self.names], np.int32)
 
     def ask_fixed(self, tokens: np.ndarray):
@@ -152,3 +163,5 @@ PEERS = {
     "syne_tune_morea": (MOREAOptions, MOREAProposer),
 }
 INSTALLED = {"optuna_mo": import_optuna, "syne_tune_morea": import_syne_tune}
+peers.PEERS.update(PEERS)  # registered beside the tpe and syne_tune peers
+peers.INSTALLED.update(INSTALLED)

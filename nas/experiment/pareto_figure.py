@@ -1,10 +1,11 @@
-"""``pareto.png``: the fronts found against the true front, and the hypervolume gap against queries.
+"""``pareto.png``: the fronts found against the true front, and the hypervolume gap against queries and compute.
 
 Left (two objectives): every searcher's **median attainment surface** over trials (the error reached at
 each metric value by at least half of the trials, ``nas.experiment.pareto_report.attainment``) as a
 step line, and the true (or pooled) front as black points, in reported units (error %, MSE, ...
-against the metric's unit). Right: the hypervolume gap (%) against queries (full evaluations), median
-over trials with the 25-75 % band. Drawn with ``matplotlib.figure.Figure`` (no pyplot state).
+against the metric's unit). Then the hypervolume gap (%) against queries (full evaluations) and against
+compute (the objective's summed cost, e.g. training seconds), median over trials with the 25-75 % band.
+Drawn with ``matplotlib.figure.Figure`` (no pyplot state).
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ import numpy as np
 
 from nas.experiment import pareto_report as pr
 from spaces.files import save_figure
+
+PANELS = (  # (x, y, x label) of the gap panels
+    ("curve_x", "curve_gap", "queries (full evaluations)"),
+    ("cost_x", "cost_gap", "compute (summed cost, objective's units)"),
+)
 
 
 def to_reported(losses: np.ndarray, problem: pr.Problem, report) -> tuple[np.ndarray, np.ndarray]:
@@ -29,8 +35,8 @@ def plot_pareto(path: str, summary: dict, drawn: dict, report) -> None:
 
     problem: pr.Problem = drawn["problem"]
     two = len(problem.names) == 1
-    fig = Figure(figsize=(6.4 * (1 + two), 4.6), dpi=120)
-    axes = fig.subplots(1, 1 + two, squeeze=False)[0]
+    fig = Figure(figsize=(6.4 * (len(PANELS) + two), 4.6), dpi=120)
+    axes = fig.subplots(1, len(PANELS) + two, squeeze=False)[0]
     metric_label = summary["pareto"]["objectives"][1] if two else ""
     if two:
         ax = axes[0]
@@ -53,19 +59,19 @@ def plot_pareto(path: str, summary: dict, drawn: dict, report) -> None:
         ax.set_title(f"{summary['benchmark']}: median attainment surface over trials", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    ax = axes[-1]
-    for label, d in drawn["searchers"].items():
-        c = d["curve_gap"]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            med, lo, hi = np.median(c, 0), np.quantile(c, 0.25, 0), np.quantile(c, 0.75, 0)
-        (line,) = ax.plot(d["curve_x"], med, label=label)
-        ax.fill_between(d["curve_x"], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-    ax.set_yscale("log")
-    ax.set_xlabel("queries (full evaluations)")
-    ax.set_ylabel("hypervolume gap to the true front (%)")
-    ax.set_title(f"{summary['benchmark']}: {' vs '.join(summary['pareto']['objectives'])}, median, 25-75 %",
-                 fontsize=9)  # fmt: skip
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    for ax, (xkey, ykey, xlabel) in zip(axes[1 if two else 0 :], PANELS):
+        for label, d in drawn["searchers"].items():
+            c = d[ykey]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med, lo, hi = np.median(c, 0), np.quantile(c, 0.25, 0), np.quantile(c, 0.75, 0)
+            (line,) = ax.plot(d[xkey], med, label=label)
+            ax.fill_between(d[xkey], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("hypervolume gap to the true front (%)")
+        ax.set_title(f"{summary['benchmark']}: {' vs '.join(summary['pareto']['objectives'])}, median, 25-75 %",
+                     fontsize=9)  # fmt: skip
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
     save_figure(fig, path, dpi=fig.dpi)

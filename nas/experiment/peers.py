@@ -452,7 +452,4 @@ def run_peer(
     return History(**{k: state[k] for k in HISTORY}, metrics={n: state[METRIC + n] for n in metrics})
 
 
-from nas.experiment import mo_peers  # noqa: E402  (it builds on the classes above)
-
-PEERS.update(mo_peers.PEERS)
-INSTALLED.update(mo_peers.INSTALLED)
+import nas.experiment.mo_peers  # noqa: E402, F401  (builds on the classes above; registers the multi-objective peers)

@@ -61,10 +61,10 @@ def constrained_entries(limits) -> dict:
     for i, limit in enumerate(limits):
         cons = f"latency<={limit:g}"
         for label, entry in default.BASELINES.items():
-            out[f"{label}@{'tight' if i == 0 else 'loose'}"] = {**entry, "constraints": cons}
+            out[f"{label}-{'tight' if i == 0 else 'loose'}"] = {**entry, "constraints": cons}
         if i == 0:
             for label in ("regularized_evolution", "local_search"):
-                out[f"{label}@tight_filter"] = {**default.BASELINES[label], "constraints": cons,
+                out[f"{label}-tight-filter"] = {**default.BASELINES[label], "constraints": cons,
                                                 "constraint_mode": "filter"}  # fmt: skip
     return out
 

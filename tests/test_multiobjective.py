@@ -234,3 +234,19 @@ def test_multi_objective_peers_search_fronts_and_resume(tmp_path, name, options)
     np.testing.assert_array_equal(np.asarray(again.tokens), np.asarray(h.tokens))
     with pytest.raises(ValueError, match="optimizes 2 objectives; the run names 0 metrics"):
         peers.run_peer(peer, bench, keys, progress=False)
+
+
+def test_every_multiobjective_config_validates():
+    from configs import multiobjective
+    from nas.experiment.config import validate_config
+
+    expected = {
+        "nb201/cifar100,model_size": "model_size", "hpolib/naval_propulsion": "train_time", "mlp/naval": "params",
+        "nb201/imagenet16,latency,peer": "latency", "nb201/cifar10,latency,constrained": "latency",
+    }  # fmt: skip
+    for arg, metric in expected.items():
+        config = multiobjective.get_config(arg)
+        validate_config(config)
+        assert config.metrics == (metric,)
+    with pytest.raises(ValueError, match="the argument is"):
+        multiobjective.get_config("nb101/data1k")

@@ -32,9 +32,9 @@ import dataclasses
 import numpy as np
 
 from nas.core.multi_objective import MultiObjectiveOptions
-from nas.core.searcher import SearcherOptions, one_of, positive
+from nas.core.searcher import one_of, positive
 from nas.experiment import peers
-from nas.experiment.peers import TPEOptions, TPEProposer, import_optuna, ordinal_tokens
+from nas.experiment.peers import HostPeerOptions, TPEOptions, TPEProposer, import_optuna, ordinal_tokens
 from nas.experiment.syne_tune_peer import import_syne_tune
 
 FAILED = 1e30  # what Syne Tune's MO-REA is told for a failed evaluation (it sorts costs; inf breaks its distances)
@@ -90,31 +90,18 @@ class OptunaMOProposer(TPEProposer):
 
 
 @dataclasses.dataclass(frozen=True)
-class MOREAOptions(MultiObjectiveOptions, SearcherOptions):
-    """Attributes (and ``num_objectives``):
+class MOREAOptions(MultiObjectiveOptions, HostPeerOptions):
+    """Attributes (and ``num_objectives`` and the peer protocol's, ``nas.experiment.peers.HostPeerOptions``;
+    ``repeats="requery"``: Syne Tune as it is, a repeated suggestion queried and told again):
     population_size, sample_size: Syne Tune's MO-REA population and tournament (30 and 10, as ours).
-    max_repeats, fallback, repeats, seeds_per_group: the peer protocol (``nas.experiment.peers.TPEOptions``;
-      ``repeats="requery"``: Syne Tune as it is, a repeated suggestion queried and told again).
     """
 
     population_size: int = 30
     sample_size: int = 10
-    max_repeats: int = 5
-    fallback: str = "mutate"
-    repeats: str = "fallback"
-    seeds_per_group: int = 10
 
     def check(self):
         super().check()
-        if self.batch_size != 1:
-            raise ValueError(
-                f"MO-REA proposes one configuration at a time: batch_size must be 1, got {self.batch_size}"
-            )
-        positive(self, "population_size", "sample_size", "max_repeats")
-        one_of(self, "fallback", ("mutate", "uniform"))
-        one_of(self, "repeats", ("fallback", "requery"))
-        if self.seeds_per_group < 0:
-            raise ValueError("seeds_per_group must be >= 0")
+        positive(self, "population_size", "sample_size")
 
 
 class MOREAProposer:

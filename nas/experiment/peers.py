@@ -96,11 +96,8 @@ FALLBACK_FOLD = 0x5EED0000  # fallback draws use fold_in(k_s, FALLBACK_FOLD + t)
 
 
 @dataclasses.dataclass(frozen=True)
-class TPEOptions(SearcherOptions):
-    """Attributes:
-    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
-    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
-    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
+class HostPeerOptions(SearcherOptions):
+    """The options of the protocol below, every host peer's (``batch_size`` 1):
     max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
     fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
     repeats: ``fallback`` (a repeated proposal is not queried: told as failed, then ``fallback``) or
@@ -108,9 +105,6 @@ class TPEOptions(SearcherOptions):
     seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
     """
 
-    n_startup_trials: int = 10
-    n_ei_candidates: int = 24
-    multivariate: bool = False
     max_repeats: int = 5
     fallback: str = "mutate"
     repeats: str = "fallback"
@@ -119,12 +113,32 @@ class TPEOptions(SearcherOptions):
     def check(self):
         super().check()
         if self.batch_size != 1:
-            raise ValueError(f"TPE proposes one configuration at a time: batch_size must be 1, got {self.batch_size}")
-        positive(self, "n_ei_candidates", "max_repeats")
+            raise ValueError(f"a host peer proposes one configuration at a time: batch_size must be 1, got "
+                             f"{self.batch_size}")  # fmt: skip
+        positive(self, "max_repeats")
         one_of(self, "fallback", ("mutate", "uniform"))
         one_of(self, "repeats", ("fallback", "requery"))
-        if self.n_startup_trials < 0 or self.seeds_per_group < 0:
-            raise ValueError("n_startup_trials and seeds_per_group must be >= 0")
+        if self.seeds_per_group < 0:
+            raise ValueError(f"seeds_per_group must be >= 0, got {self.seeds_per_group}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TPEOptions(HostPeerOptions):
+    """Attributes (and the protocol's, ``HostPeerOptions``):
+    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
+    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
+    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
+    """
+
+    n_startup_trials: int = 10
+    n_ei_candidates: int = 24
+    multivariate: bool = False
+
+    def check(self):
+        super().check()
+        positive(self, "n_ei_candidates")
+        if self.n_startup_trials < 0:
+            raise ValueError(f"n_startup_trials must be >= 0, got {self.n_startup_trials}")
 
 
 def import_optuna():

@@ -9,8 +9,9 @@ Config fields (``nas.experiment.config``):
                         pareto.png
     searchers.<label>.constraints   an entry's constraints, e.g. "latency<=0.0095" (not a searcher option:
                         the experiment wraps the objective for that entry, ``spaces.benchmarks.constrained``);
-                        the reports add, for every constraint of the config, the incumbent under it of
-                        every searcher (constrained or not: from the recorded scores and metrics)
+                        the reports add, for every constraint set of the config, the incumbent under it of
+                        the searchers run under it and of the unconstrained ones (from the recorded scores
+                        and metrics); the fronts and hypervolumes are those of the unconstrained searchers
     searchers.<label>.constraint_mode   "penalty" (default) or "filter"
 
 A run records ``metrics`` and every constrained metric (``recorded_metrics``): a multi-objective searcher
@@ -102,9 +103,13 @@ def pareto_summary(bench, histories: dict[str, dict], names: tuple[str, ...], ma
     return summary, {"problem": problem, "searchers": drawn}
 
 
-def constraint_summary(bench, histories: dict[str, dict], sets: list[str], max_queries: int) -> dict:
-    """For every constraint set: each searcher's incumbent under it (the best validation score among the
-    recorded queries that satisfy it; reported metric) at ``FRACTIONS`` of the budget, and the table's best."""
+def constraint_summary(
+    bench, histories: dict[str, dict], entries: dict[str, dict], sets: list[str], max_queries: int
+) -> dict:
+    """For every constraint set: the incumbent under it (the best validation score among the recorded queries
+    that satisfy it; reported metric) at ``FRACTIONS`` of the budget, of the searchers run under that set and of
+    the unconstrained ones (a searcher under other limits saw penalized scores, not comparable here), and the
+    table's best feasible configuration."""
     from spaces.benchmarks.objective import fidelity_budgets
 
     budgets = fidelity_budgets(bench)
@@ -114,6 +119,9 @@ def constraint_summary(bench, histories: dict[str, dict], sets: list[str], max_q
         cons = parse_constraints(text)
         per = {}
         for label, h in histories.items():
+            own = entry_constraints(entries.get(label, {}))
+            if own and own != cons:
+                continue
             feasible = np.ones(np.shape(h["score"]), bool)
             for n, limit in cons:
                 feasible &= np.nan_to_num(np.asarray(h["metrics"][n], np.float64), nan=np.inf) <= limit

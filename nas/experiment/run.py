@@ -184,12 +184,14 @@ def write_reports(config, workdir: str | Workdir, bench=None) -> dict:
     )
     for label, h in histories.items():  # the "never re-query" promise, checked on what was actually queried
         summary["searchers"][label]["repeated_queries"] = count_repeats(bench.space, h["tokens"], h.get("fidelity"))
-    names, sets = mo.config_metrics(cfg), mo.constraint_sets(searcher_entries(config))
+    entries = searcher_entries(config)
+    names, sets = mo.config_metrics(cfg), mo.constraint_sets(entries)
+    free = {lb: h for lb, h in histories.items() if not mo.entry_constraints(entries[lb])}
     drawn = None
-    if names:  # fronts and hypervolume (nas.experiment.pareto_report)
-        summary["pareto"], drawn = mo.pareto_summary(bench, histories, names, int(cfg["max_queries"]))
-    if sets:  # the incumbent under each constraint, for every searcher
-        summary["constraints"] = mo.constraint_summary(bench, histories, sets, int(cfg["max_queries"]))
+    if names and free:  # fronts and hypervolume of the unconstrained searchers (nas.experiment.pareto_report)
+        summary["pareto"], drawn = mo.pareto_summary(bench, free, names, int(cfg["max_queries"]))
+    if sets:  # the incumbent under each constraint: its own searchers and the unconstrained ones
+        summary["constraints"] = mo.constraint_summary(bench, histories, entries, sets, int(cfg["max_queries"]))
     rep.write_json(wd.file("summary.json"), summary)
     rep.write_csv(wd.file("results.csv"), summary)
     rep.plot_curves(wd.file("curves.png"), curves, summary, compute=rep.compute_curves(bench, histories, summary))

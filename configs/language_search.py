@@ -19,6 +19,8 @@ exploration 0.33. Any other registered searcher runs too, through flattening
 import ml_collections
 
 from nas.experiment.config import searcher_configs
+from spaces.language.tasks import TASKS
+from spaces.language.training import TrainConfig
 
 BATCH = 8  # architectures proposed (and trained together) per step
 
@@ -27,9 +29,14 @@ def get_config(arg=None):
     task = arg or "diabetes_mlp"
     config = ml_collections.ConfigDict()
     config.task = task
-    # TrainConfig overrides (the task's defaults otherwise), e.g. --config.train.epochs=4; groups of one
-    # signature are padded to 4 rows so that each signature compiles one program
-    config.train = ml_collections.ConfigDict({"max_group": 4, "min_group": 4})
+    # TrainConfig fields: the task's epochs, batch size and learning rate (listed so that the command line
+    # can override them, e.g. --config.train.epochs=4); groups of one signature are padded to 4 rows so
+    # that each signature compiles one program
+    defaults = TASKS[task][2] if task in TASKS else TrainConfig()  # an unknown task is refused when validated
+    config.train = ml_collections.ConfigDict(
+        {"epochs": defaults.epochs, "batch_size": defaults.batch_size, "learning_rate": defaults.learning_rate,
+         "max_group": 4, "min_group": 4}
+    )  # fmt: skip
     config.num_trials = 2
     config.max_queries = 24
     config.seed = 0

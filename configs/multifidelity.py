@@ -69,6 +69,8 @@ def get_config(arg=None):
     config.fidelity_data = FIDELITY_DATA if nb201 else ""
     if config.benchmark.startswith("nb101"):  # the four budgets of NAS-Bench-101's training
         config.benchmark_options = {"fidelities": NB101_EPOCHS}
+        if config.benchmark == "nb101":  # --config.benchmark_options.partial=true: a file of some of the cells
+            config.benchmark_options.partial = False
         if config.benchmark == "nb101/data1k" and os.path.exists(NB101_DATA1K):
             config.data_path = NB101_DATA1K
     elif config.benchmark.startswith("mlp/"):  # training iterations; a promotion continues the training

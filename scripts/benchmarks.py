@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
 from spaces.benchmarks.objective import REPORTS
 from spaces.benchmarks.registry import available_benchmarks, make_benchmark
 from spaces.benchmarks.tabular import TabularBenchmark
@@ -146,9 +146,10 @@ def main(argv) -> int:
     }
     try:
         rows = listing(_NAMES.value, paths, as_json=_JSON.value)
+    except cli.DataError:
+        raise  # data error: <file>: ...
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise cli.ConfigError(str(e)) from e
     if not _JSON.value:
         print_table(rows)
     return 0
@@ -192,4 +193,4 @@ def print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

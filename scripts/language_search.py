@@ -36,7 +36,7 @@ def main(argv):
     validate_host_config(_CONFIG.value)
     from nas.engine.devices import enable_compilation_cache
 
-    enable_compilation_cache(_COMPILATION_CACHE.value)
+    enable_compilation_cache(cli.output_folder(_COMPILATION_CACHE.value, "compilation_cache", ", or '' (no cache)"))
     summary = run_host_experiment(_CONFIG.value, _WORKDIR.value)
     print(format_summary(summary))
     print("trainer:", summary["trainer"])

@@ -29,6 +29,8 @@ import jax
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
+
 _SEARCHER = flags.DEFINE_string("searcher", "random_search", "Registered searcher.")
 _OPTIONS = flags.DEFINE_multi_string("option", [], "A searcher option name=value (repeat the flag).")
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry name.")
@@ -64,11 +66,23 @@ def main(argv):
     if _DISTRIBUTED.value:
         initialize_distributed()
     from nas.core.searcher import make_searcher
+    from nas.engine.budget import Budget, BudgetError, check_budget
     from nas.engine.runner import make_search
     from spaces.benchmarks.registry import make_benchmark
+    from spaces.files import savez_atomic
 
-    bench = make_benchmark(_BENCH.value)
-    searcher = make_searcher(_SEARCHER.value, bench.space, max_queries=_QUERIES.value, **parse_options(_OPTIONS.value))
+    out = cli.output_file(_OUT.value, "out", "histories.npz") if _OUT.value else ""
+    options = parse_options(_OPTIONS.value)
+    try:  # a name, option or budget the library refuses: one line naming the flag's value
+        bench = make_benchmark(_BENCH.value)
+        searcher = make_searcher(_SEARCHER.value, bench.space, max_queries=_QUERIES.value, **options)
+        names = {"num_trials": "--num_seeds", "max_queries": "--max_queries", "seed": "--seed"}
+        check_budget(Budget(_QUERIES.value, searcher.batch_size, _SEEDS.value, _SEED.value, names=names,
+                            option_prefix="--option="), bench.space, searcher)  # fmt: skip
+    except cli.DataError:
+        raise
+    except (BudgetError, TypeError, ValueError) as e:
+        raise cli.ConfigError(str(e)) from e
     keys = shard_keys(searcher, jax.random.split(jax.random.PRNGKey(_SEED.value), _SEEDS.value))
     run = jax.jit(jax.vmap(make_search(searcher), in_axes=(0, None)))
     t0 = time.perf_counter()
@@ -86,10 +100,10 @@ def main(argv):
             f"run {t2 - t1:.2f} s ({_SEEDS.value / (t2 - t1):.0f} seeds/s); final incumbent validation score "
             f"{best.mean():.4f} +- {best.std():.4f} (mean +- std over seeds)"
         )
-        if _OUT.value:
-            np.savez(_OUT.value, **h)
-            print(f"histories in {_OUT.value}")
+        if out:
+            savez_atomic(out, {k: np.asarray(v) for k, v in h.items()})
+            print(f"histories in {out}")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -57,7 +57,7 @@ def main(argv):
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation
     if _DISTRIBUTED.value:
         initialize_distributed()
-    enable_compilation_cache(_COMPILATION_CACHE.value)
+    enable_compilation_cache(cli.output_folder(_COMPILATION_CACHE.value, "compilation_cache", ", or '' (no cache)"))
     from nas.experiment.report import format_table, missing_test_data_hint
     from nas.experiment.run import run_experiment
 

@@ -33,6 +33,7 @@ Methods:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,7 +72,7 @@ class Space:
     @property
     def size(self) -> int:
         """Number of token strings (not of distinct architectures)."""
-        return int(np.prod(np.asarray(self.cardinalities, dtype=np.int64)))
+        return math.prod(int(c) for c in self.cardinalities)  # exact: no int64 overflow on large grids
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, N={self.num_tokens})"
@@ -116,6 +117,13 @@ class Space:
         """Distinct configurations (distinct ``string_id`` of the valid strings), None where not known: a query
         budget above it cannot be spent without querying a configuration twice (``nas.engine.budget``)."""
         return self.size if self.ids_are_grid_rows else None
+
+    @property
+    def configuration_ids(self) -> np.ndarray | None:
+        """int32[K]: the sorted ``string_id`` of every distinct configuration, where they are grid rows known on
+        the host but not all of them (equivalent strings share one: ``CategoricalSpace(canonical=...)``); None
+        otherwise. With it, unqueried configurations are drawn as integers too (``nas.core.unseen_draw``)."""
+        return None
 
     @property
     def ids_are_grid_rows(self) -> bool:
@@ -243,10 +251,15 @@ class CategoricalSpace(Space):
         canonical: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ):
         self.name = name
+        if not isinstance(values, dict) or not values:
+            raise ValueError(f"{name}: a CategoricalSpace needs one or more hyperparameters, got {values!r:.80}")
         self.values = {k: list(v) for k, v in values.items()}
         for k, v in self.values.items():
             if not v:
                 raise ValueError(f"{name}: hyperparameter {k!r} has no values")
+            bad = [x for x in v if isinstance(x, (float, np.floating)) and not np.isfinite(x)]
+            if bad:  # NaN never equals itself (no lookup finds it); an infinity is no point of a grid either
+                raise ValueError(f"{name}: hyperparameter {k!r} lists values that are not finite numbers: {bad}")
             if len({repr(x) for x in v}) != len(v):
                 raise ValueError(f"{name}: hyperparameter {k!r} lists a value twice: {v}")
         self.token_names = tuple(self.values)
@@ -287,6 +300,13 @@ class CategoricalSpace(Space):
         if self._canonical_ids is not None and plain and type(self).canonical is CategoricalSpace.canonical:
             return int(np.unique(self._canonical_ids).size)  # one configuration per canonical string
         return super().num_configurations
+
+    @property
+    def configuration_ids(self) -> np.ndarray | None:
+        plain = all(getattr(type(self), m) is getattr(Space, m) for m in ("is_valid", "mixed_radix", "string_id"))
+        if self._canonical_ids is None or not plain or type(self).canonical is not CategoricalSpace.canonical:
+            return None
+        return np.unique(self._canonical_ids).astype(np.int32)  # the canonical rows: one per configuration
 
     def canonical(self, tokens: jax.Array) -> jax.Array:
         if self._canonical_ids is None:

@@ -73,6 +73,19 @@ def data_errors(path: str | os.PathLike, fix: str) -> Iterator[None]:
         raise DataError(f"{os.fspath(path)}: {problem(e)}; {fix}") from e
 
 
+def require(path: str | os.PathLike, missing: str, what: str, folder: bool = False) -> None:
+    """A ``DataError`` unless ``path`` is there and of its kind: ``missing`` (the message that says what the
+    path should hold and where it comes from) when it is not there, and one line naming the path and ``what``
+    belongs there when it is a folder where a file belongs (``folder=False``) or the reverse."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise DataError(missing)
+    if folder and not os.path.isdir(path):
+        raise DataError(f"{path} is a file, not a folder; give {what}")
+    if not folder and os.path.isdir(path):
+        raise DataError(f"{path} is a folder, not a file; give {what}")
+
+
 def read_json(path: str | os.PathLike, fix: str) -> Any:
     with data_errors(path, fix), open(path, encoding="utf-8") as f:
         return json.load(f)

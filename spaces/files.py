@@ -32,6 +32,10 @@ class DiskFullError(OSError):
     """No space (or quota) left for a write; the message names the path and says how the run continues."""
 
 
+class MissingPackageError(ImportError):
+    """An optional package a feature needs is not installed; the message says how to install it."""
+
+
 FULL_DISK = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 

@@ -12,7 +12,10 @@ fixed-length string of categorical tokens):
 - ``grid(name, values)``: an explicit ordered numeric grid.
 
 Numeric tokens are *ordinal* (``HPOSpace.ordinal``): their index order is the
-value order, which model-based peers such as TPE use.
+value order, which model-based peers such as TPE use. ``HPOSpace(...,
+order_aware=True)`` also makes mutation, neighbours and the ``"ordinal"``
+encoding use it (``spaces.ordinal``); the default keeps the plain categorical
+operators. Tuner-style declarations (``Float``, ``Int``) are in ``spaces.params``.
 
 Conditions (``when={"solver": ["sgd"]}``): a hyperparameter is *active* only
 when every named parent is active and takes one of the listed values; parents
@@ -51,6 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from spaces import ordinal as order_ops
 from spaces.base import Space
 
 
@@ -149,8 +153,22 @@ class HPOSpace(Space):
 
     feature_kinds = ("onehot",)
 
-    def __init__(self, name: str, hyperparameters: Sequence[Hyperparameter]):
+    def __init__(
+        self,
+        name: str,
+        hyperparameters: Sequence[Hyperparameter],
+        *,
+        order_aware: bool = False,
+        mutation_scale: float = order_ops.MUTATION_SCALE,
+    ):
         self.name = name
+        if not (isinstance(mutation_scale, (int, float)) and 0 < mutation_scale < math.inf):
+            raise ValueError(
+                f"{name}: mutation_scale must be a positive number (0.2 = ConfigSpace's), got {mutation_scale!r}"
+            )
+        self.order_aware, self.mutation_scale = bool(order_aware), float(mutation_scale)
+        if self.order_aware:
+            self.feature_kinds = ("ordinal", "onehot")
         self.hyperparameters = tuple(hyperparameters)
         if not self.hyperparameters or not all(isinstance(h, Hyperparameter) for h in self.hyperparameters):
             raise ValueError(
@@ -179,6 +197,7 @@ class HPOSpace(Space):
                     mask[self.value_index(parent, v)] = True
                 conds.append((p, mask))
             self._conditions.append(conds)
+        self.conditional = tuple(bool(c) for c in self._conditions)
 
     @property
     def num_configurations(self) -> int | None:
@@ -208,6 +227,7 @@ class HPOSpace(Space):
         h = self.hyperparameters[self.index(name)]
         if h.ordinal and isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
             hits = [i for i, x in enumerate(h.values) if np.isclose(float(x), float(value), rtol=1e-6, atol=0.0)]
+            hits.sort(key=lambda i: abs(float(h.values[i]) - float(value)))  # the closest of near-equal values
         else:
             hits = [i for i, x in enumerate(h.values) if x == value and type(x) is type(value)]
         if not hits:
@@ -253,17 +273,48 @@ class HPOSpace(Space):
     def sample(self, key: jax.Array) -> jax.Array:
         return self.canonical(self.sample_unconstrained(key))
 
+    def string_id(self, tokens: jax.Array) -> jax.Array:
+        """The canonical string's grid row, or a 31-bit hash of it where the grid has 2**31 rows or more
+        (fine grids of several hyperparameters; two configurations collide with probability about 2**-31)."""
+        if self.size < 2**31:
+            return super().string_id(tokens)
+        from spaces.language.flatten import hash_tokens  # the language package's hash (imported only here)
+
+        return jnp.where(self.is_valid(tokens), hash_tokens(self.canonical(tokens)), -1)
+
     def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:
-        """One active token changed; children it activates get uniform values; canonical."""
+        """One active token changed (order-aware: a Gaussian step on an ordinal one, ``spaces.ordinal``);
+        children it activates get uniform values; canonical."""
         k_mut, k_new = jax.random.split(key)
-        new = super().mutate(k_mut, tokens)
+        if self.order_aware:
+            can = (jnp.asarray(self.cardinalities) > 1) & self.active(tokens)
+            new = order_ops.mutate_one(k_mut, tokens, can, self.ordinal, self.cardinalities, self.mutation_scale)
+        else:
+            new = super().mutate(k_mut, tokens)
         woke = self.active(new) & ~self.active(tokens)
         new = jnp.where(woke, self.sample_unconstrained(k_new), new)
         return self.canonical(new)
 
     def neighbors(self, tokens: jax.Array) -> tuple[jax.Array, jax.Array]:
-        nbrs, ok = super().neighbors(self.canonical(tokens))
-        return jax.vmap(self.canonical)(nbrs), ok
+        """Edits of active tokens (order-aware: adjacent values and a doubling ladder on ordinal ones)."""
+        if not self.order_aware:
+            nbrs, ok = super().neighbors(self.canonical(tokens))
+            return jax.vmap(self.canonical)(nbrs), ok
+        tokens = self.canonical(tokens)
+        nbrs, in_grid = order_ops.neighbors(tokens, self.cardinalities, self.ordinal)
+        pos = order_ops.neighbor_edits(self.cardinalities, self.ordinal)[0]
+        return jax.vmap(self.canonical)(nbrs), in_grid & self.active(tokens)[jnp.asarray(pos)]
+
+    def feature_dim(self, kind: str = "onehot") -> int:
+        if kind == "ordinal" and self.order_aware:
+            return order_ops.feature_dim(self.cardinalities, self.ordinal, self.conditional)
+        return super().feature_dim(kind)
+
+    def features(self, tokens: jax.Array, kind: str = "onehot") -> jax.Array:
+        """``onehot``, and for an order-aware space ``ordinal``: ordinal tokens on a unit numeric axis."""
+        if kind == "ordinal" and self.order_aware:
+            return order_ops.features(tokens, self.active(tokens), self.cardinalities, self.ordinal, self.conditional)
+        return super().features(tokens, kind)
 
     def step_mask(self, tokens: jax.Array, assigned: jax.Array, position: jax.Array) -> jax.Array:
         vm = jnp.asarray(self.value_mask)[position]

@@ -21,8 +21,12 @@ def unknown(kind: str, name: str, choices: Iterable[str]) -> str:
     return f"unknown {kind} {name!r}.{did_you_mean(name, choices)} Registered: {choices}"
 
 
+class UnknownName(ValueError):
+    """A name no registry holds (a searcher, a benchmark, an option); the message lists the valid ones."""
+
+
 def lookup(kind: str, name: str, registry: Mapping[str, T]) -> T:
-    """``registry[name]``, or a ``ValueError`` naming the closest registered names."""
+    """``registry[name]``, or an ``UnknownName`` error naming the closest registered names."""
     if name not in registry:
-        raise ValueError(unknown(kind, name, registry))
+        raise UnknownName(unknown(kind, name, registry))
     return registry[name]

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from spaces.base import Space, onehot_features
+from spaces.files import MissingPackageError
 
 DATASETS = ("cora", "citeseer", "pubmed", "cs", "physics", "photo", "computers", "arxiv", "proteins")
 # the package's architecture.link_list and gnn_list / gnn_list_proteins (tests check they match)
@@ -61,7 +62,9 @@ def canonical_hash(link: int, ops: tuple[str, ...]) -> int:
     try:
         from nas_bench_graph.architecture import Arch
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError("NAS-Bench-Graph needs the 'nas-bench-graph' package: pip install nas-bench-graph") from e
+        raise MissingPackageError(
+            "NAS-Bench-Graph needs the 'nas-bench-graph' package: pip install nas-bench-graph"
+        ) from e
 
     return int(Arch(list(LINKS[link]), list(ops)).valid_hash())
 

@@ -51,13 +51,13 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
     """The engine (``nas.engine.multi_fidelity_runner``) re-played step by step with jit'ed ``init/ask/tell``:
     the same keys, worker order, clock (float32) and budget rule. Returns the finished evaluations in
     arrival order (tokens, fidelity, score, finish, and ``told``: how many results the searcher had been told
-    when it asked for that evaluation)."""
+    when it asked for that evaluation), and ``dispatched``: every job as asked, (tokens, fidelity, parent)."""
     ask, tell, query = jax.jit(searcher.ask), jax.jit(searcher.tell), jax.jit(bench.query)
     state = jax.jit(searcher.init)(jax.random.fold_in(key, INIT_FOLD))
     w_count, f32 = searcher.workers, np.float32
     running: list = [None] * w_count  # (job, finish, valid, results told before the ask)
     res_size = [0.0] * w_count  # each running job's metric
-    clock, spent, rows = f32(0), f32(0), []
+    clock, spent, rows, dispatched = f32(0), f32(0), [], []
     for t in range(searcher.num_steps):
         k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, t), 3)
         while any(r is None for r in running) and spent < f32(searcher.max_resource):
@@ -65,6 +65,7 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
             job, state = ask(jax.random.fold_in(k_ask, w), state)
             if not bool(job.ok):
                 break
+            dispatched.append((tuple(np.asarray(job.tokens).tolist()), int(job.fidelity), int(job.parent)))
             res = query(k_query, job.tokens[None], job.fidelity[None])
             charge = f32(charged_resource(searcher.budgets, job.fidelity, job.parent, bench.continues))
             cost = f32(res["cost"][0])
@@ -79,10 +80,10 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
         w = min(busy, key=lambda i: (running[i][1], i))
         job, finish, valid, told = running[w]
         running[w], clock = None, finish
-        told = jnp.float32(valid)
+        value = jnp.float32(valid)
         if searcher.num_objectives > 1:  # a multi-objective searcher: (valid, -size), as the engine tells it
-            told = jnp.asarray([valid, -float(res_size[w])], jnp.float32)
-        state, metrics = tell(k_tell, job, told, state)
+            value = jnp.asarray([valid, -float(res_size[w])], jnp.float32)
+        state, metrics = tell(k_tell, job, value, state)
         assert all(np.ndim(v) == 0 for v in metrics.values()), "metrics must be scalars"
         rows.append((np.asarray(job.tokens), int(job.fidelity), valid, finish, told))
     return {
@@ -91,4 +92,5 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
         "score": np.asarray([r[2] for r in rows], np.float32),
         "finish": np.asarray([r[3] for r in rows], np.float32),
         "told": np.asarray([r[4] for r in rows]),
+        "dispatched": dispatched,
     }

@@ -7,6 +7,7 @@ import pickle
 import pytest
 
 from nas.host.ask_tell import Study
+from spaces.params import Float, Int
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}
 EVO = dict(population_size=8, tournament_size=3)
@@ -109,16 +110,75 @@ def test_optuna_batches_threads_and_ask_tell(optuna):
 def test_optuna_unmappable_distributions_are_clear_errors(optuna):
     from nas.adapters.optuna_sampler import SearcherSampler
 
-    with pytest.raises(ValueError, match="only categorical.*'lr'"):
-        SearcherSampler("random_search", {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)})
+    with pytest.raises(ValueError, match="no log range with a step"):
+        SearcherSampler("random_search", {"lr": Float(1e-4, 1e-1, log=True, step=1e-4)})
     with pytest.raises(ValueError, match="no option"):
         SearcherSampler("regularized_evolution", VALUES, populaton_size=4)
-    study = optuna.create_study(sampler=SearcherSampler("random_search", max_queries=6))
-    with pytest.raises(ValueError, match="only categorical.*suggest_categorical"):
-        study.optimize(lambda t: t.suggest_int("layers", 1, 8), n_trials=1)
+    for seed in (0, 3):  # the searcher's value outside the suggested range (0.95), or inside it (0.42): both refused
+        study = optuna.create_study(
+            sampler=SearcherSampler("random_search", {"lr": Float(0, 1)}, max_queries=6, seed=seed)
+        )
+        with pytest.raises(ValueError, match="'lr' suggested as .*high=0.5.* the sampler's search space has"):
+            study.optimize(lambda t: t.suggest_float("lr", 0.0, 0.5), n_trials=1)
     study = optuna.create_study(sampler=SearcherSampler("random_search", VALUES, max_queries=6))
     with pytest.raises(ValueError, match="'b' is not in the sampler's search space"):
         study.optimize(lambda t: loss(_suggest_all(t)) + t.suggest_categorical("b", [1, 2]), n_trials=1)
+
+
+def _suggest_mixed(t):
+    return {
+        "lr": t.suggest_float("lr", 1e-5, 1e-1, log=True),
+        "drop": t.suggest_float("drop", 0.0, 0.5, step=0.05),
+        "width": t.suggest_int("width", 16, 1024, log=True),
+        "layers": t.suggest_int("layers", 1, 8),
+        "act": t.suggest_categorical("act", ["relu", "tanh"]),
+    }
+
+
+def _mixed_loss(p):
+    return (math.log10(p["lr"]) + 3) ** 2 + (p["drop"] - 0.2) ** 2 + (math.log2(p["width"]) - 7) ** 2 / 8 + p["layers"]
+
+
+def test_optuna_suggest_float_log_step_and_int_through_the_sampler(optuna):
+    """``suggest_float(log=True)``, ``step=``, ``suggest_int(log=True)``: learned or given, the searcher's grid
+    values are the trials' values (Optuna accepts them: it would sample a value of its own otherwise)."""
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    from nas.adapters.optuna_sampler import SearcherSampler
+
+    given = {
+        "lr": Float(1e-5, 1e-1, log=True, num=33),  # a declaration sets the grid's resolution
+        "drop": FloatDistribution(0.0, 0.5, step=0.05),
+        "width": IntDistribution(16, 1024, log=True),
+        "layers": Int(1, 8),
+        "act": ["relu", "tanh"],
+    }
+    for space in (None, given):
+        sampler = SearcherSampler("random_search", space, max_queries=9, seed=0)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(lambda t: _mixed_loss(_suggest_mixed(t)), n_trials=9)
+        ours = sampler.study.trials
+        theirs = study.trials[len(study.trials) - len(ours) :]
+        assert [t.params for t in theirs] == [o.params for o in ours] and len(ours) == 9 - (space is None)
+        for t in theirs:
+            assert all(d._contains(d.to_internal_repr(t.params[k])) for k, d in t.distributions.items())
+            assert type(t.params["width"]) is int and type(t.params["lr"]) is float
+    assert {t.params["lr"] for t in theirs} <= set(given["lr"].values())
+
+    def conditional(t):
+        opt = t.suggest_categorical("opt", ["sgd", "adam"])
+        lr = t.suggest_float("lr", 1e-4, 1e-1, log=True)
+        return lr * (t.suggest_float("momentum", 0.0, 0.99) if opt == "sgd" else 1.0)
+
+    space = {"opt": ["sgd", "adam"], "lr": Float(1e-4, 1e-1, log=True), "momentum": Float(0, 0.99, when={"opt": "sgd"})}
+    sampler = SearcherSampler("random_search", space, max_queries=6, seed=3)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(conditional, n_trials=6)
+    assert [t.params for t in study.trials] == [t.params for t in sampler.study.trials]
+    assert {t.params["opt"] for t in study.trials} == {"sgd", "adam"}
+    study = optuna.create_study(sampler=SearcherSampler("random_search", space, max_queries=6, seed=3))
+    with pytest.raises(ValueError, match="'momentum' is inactive in trial .* only when opt in \\['sgd'\\]"):
+        study.optimize(lambda t: conditional(t) + t.suggest_float("momentum", 0.0, 0.99), n_trials=6)
 
 
 # -- Ray Tune ------------------------------------------------------------------------------------------
@@ -154,6 +214,55 @@ def test_ray_searcher_batches_failures_budget_and_checkpoint(tune):
     assert search.suggest("n4") == "FINISHED"
 
 
+def test_ray_domains_map_to_grids_and_clear_errors(tune):
+    from nas.adapters.ray_tune import SearcherSearch, declared_params
+
+    param_space = {
+        "lr": tune.loguniform(1e-5, 1e-1),
+        "u": tune.uniform(0, 1),
+        "q": tune.quniform(0.1, 1.0, 0.1),
+        "ql": tune.qloguniform(1e-4, 1e-1, 5e-5),
+        "n": {"layers": tune.randint(1, 9)},  # upper bound excluded
+        "w": tune.lograndint(16, 1025),
+        "k": tune.qrandint(0, 10, 2),  # upper bound included
+        "act": tune.choice(["relu", "tanh"]),
+        "epochs": 20,  # a constant passes through
+    }
+    assert declared_params(param_space) == {
+        "lr": Float(1e-5, 1e-1, log=True),
+        "u": Float(0, 1),
+        "q": Float(0.1, 1.0, step=0.1),
+        "ql": Float(1e-4, 1e-1, log=True, step=5e-5),
+        "n/layers": Int(1, 8),
+        "w": Int(16, 1024, log=True),
+        "k": Int(0, 10, step=2),
+        "act": ["relu", "tanh"],
+    }
+    space = {k: v for k, v in param_space.items() if k != "epochs"}  # space= holds parameters only
+    search = SearcherSearch("random_search", space, metric="loss", mode="min", max_queries=4, batch_size=2)
+    for c in (search.suggest("a"), search.suggest("b")):
+        assert 1e-5 <= c["lr"] <= 1e-1 and c["lr"] in Float(1e-5, 1e-1, log=True).values()
+        assert (
+            c["n"]["layers"] in range(1, 9)
+            and c["k"] in range(0, 11, 2)
+            and abs(c["q"] * 10 - round(c["q"] * 10)) < 1e-9
+        )
+    for bad, match in (
+        ({"g": tune.grid_search([1, 2])}, "tune.grid_search evaluates every value"),
+        ({"x": tune.randn(0, 1)}, "'x'.*tune.randn has no bounds"),
+        ({"f": tune.sample_from(lambda c: 1)}, "'f'.*cannot choose its value"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            declared_params(bad)
+    cond = {"opt": ["sgd", "adam"], "momentum": Float(0.0, 0.99, when={"opt": ["sgd"]}), "lr": tune.loguniform(1e-4, 1)}
+    search = SearcherSearch("random_search", cond, metric="loss", mode="min", max_queries=6, batch_size=6)
+    configs = [search.suggest(str(i)) for i in range(3)]
+    copy = pickle.loads(pickle.dumps(search))  # Tune's checkpoint: the declarations travel with the log
+    configs += [search.suggest(str(i)) for i in range(3, 6)]
+    assert configs[3:] == [copy.suggest(str(i)) for i in range(3, 6)]
+    assert all(("momentum" in c) == (c["opt"] == "sgd") for c in configs) and len({c["opt"] for c in configs}) == 2
+
+
 @pytest.mark.slow
 def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
     import ray
@@ -170,7 +279,11 @@ def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
     try:
         results = tune.Tuner(
             train,
-            param_space={**{k: tune.choice(v) for k, v in VALUES.items()}, "const": 7},
+            param_space={
+                **{k: tune.choice(v) for k, v in VALUES.items()},
+                "const": 7,
+                "wd": tune.loguniform(1e-5, 1e-1),
+            },
             tune_config=tune.TuneConfig(
                 search_alg=search, metric="loss", mode="min", num_samples=10, reuse_actors=True
             ),
@@ -181,6 +294,7 @@ def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
     assert len(results) == 6  # the searcher's budget ends the run
     trials = search.study.trials
     assert [t.state for t in trials].count("complete") == sum(r.error is None for r in results)
-    done = {_key({k: r.config[k] for k in VALUES}): r.metrics["loss"] for r in results if r.error is None}
+    done = {_key({k: r.config[k] for k in [*VALUES, "wd"]}): r.metrics["loss"] for r in results if r.error is None}
     assert {_key(t.params): t.value for t in trials if t.state == "complete"} == pytest.approx(done)
+    assert all(r.config["wd"] in Float(1e-5, 1e-1, log=True).values() for r in results)  # tune.loguniform's grid
     assert all(r.config["const"] == 7 for r in results)

@@ -196,7 +196,7 @@ def test_nb101_is_lazy_and_options_introspect():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split()[0] == "0"
-    assert benchmark_options("nb101") == ["data_path", "protocol", "epochs", "fidelities"]
+    assert benchmark_options("nb101") == ["data_path", "protocol", "epochs", "fidelities", "partial"]
     assert benchmark_options("nb101/data1k") == ["data_path", "protocol", "fidelities"]
     assert benchmark_options("nasbench_graph/cora") == ["protocol"]
     with pytest.raises(ValueError, match="needs data_path"):

@@ -173,18 +173,28 @@ def test_archive_problems_fail_clearly(tmp_path):
     del state["200"]["all_results"][("cifar100", 999)]
     write_pbz2(folder / "000005.pickle.pbz2", state)
     with pytest.raises(DataError, match=r"architecture 5: no x-test accuracy for cifar100"):
+        nats_archive.archive_test_accuracies(str(folder))
+    # --partial leaves such a cell out, and an archive with no usable cell is still an error
+    with pytest.raises(DataError, match=r"no cell has a 200-epoch test accuracy on all three data sets \(15,624 not "
+                       r"in the archive .*; 1 without a finite x-test accuracy for cifar100 \(indexes 5\)\)"):
         nats_archive.archive_test_accuracies(str(folder), partial=True)
 
 
 def test_convert_command_writes_what_the_loader_reads(tmp_path):
     folder = str(tmp_path / "simple")
-    expected = build_archive(folder)
+    expected = build_archive(folder, indexes=(0, 11, 28, 29))
+    state, _ = arch_state(29, CELLS[29])
+    state["200"]["all_results"][("cifar10", 888)]["eval_acc1es"]["ori-test@199"] = float("nan")
+    write_pbz2(os.path.join(folder, "000029.pickle.pbz2"), state)  # a NaN accuracy: left out, never written
+    del expected[arch(CELLS[29])]
     out = tmp_path / "data" / "nb201" / "nats_bench_test_acc.csv"
     cmd = [sys.executable, "-m", "scripts.convert_nb201", f"--archive={folder}", "--partial"]
     env = {**os.environ, "NASJAX_DATA": str(tmp_path / "data")}  # the default --out: the data directory
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert f"wrote {out}: 3 cells" in done.stdout
+    assert f"wrote {out}: 3 cells" in done.stdout and "nan" not in out.read_text().lower()
+    assert "PARTIAL: 15,622 of the 15,625 cells left out: 15,621 not in the archive (indexes 1, 2, 3, 4, 5, ...); " \
+        "1 without a finite ori-test accuracy for cifar10 (indexes 29)" in done.stdout  # fmt: skip
     with open(out, newline="") as f:
         rows = rows_by_arch(csv.DictReader(f))
     for a, exp in expected.items():
@@ -192,4 +202,4 @@ def test_convert_command_writes_what_the_loader_reads(tmp_path):
     with pytest.raises(ValueError, match="15622 of 15625 NAS-Bench-201 cells have no"):
         read_test_csv(str(out), "cifar10")  # partial: the loader refuses it, as it should
     done = subprocess.run(cmd[:-1], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "data error:" in done.stderr and "(or convert with --partial)" in done.stderr
+    assert done.returncode == 2 and "data error:" in done.stderr and "(or convert with --partial" in done.stderr

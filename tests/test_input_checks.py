@@ -1,16 +1,21 @@
 """Spaces, tables and architectures refuse what cannot be right, with an error naming the argument and the bad
 value: non-finite or non-integer grid arguments, an empty space, infinite or missing scores and costs, an empty
-table, an architecture of another space or of the wrong type, a NAS-Bench-101 matrix with non-integer entries.
-Meta-training refuses step sizes that diverge."""
+table, an architecture of another space or of the wrong type, a NAS-Bench-101 matrix with non-integer entries,
+fidelities that are not increasing budgets, a language space whose graph has a cycle (in the space or inside a
+substitution). Meta-training refuses step sizes that diverge."""
 
 import numpy as np
 import pytest
 
+from nas.core.searcher import make_options
 from spaces import hpo
+from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark
-from spaces.language import Architecture, LanguageSpace
+from spaces.language import Architecture, D, LanguageSpace
+from spaces.language import flax_modules as fm
 from spaces.language.examples import EXAMPLES
 from spaces.language.flatten import FlatLanguageSpace
+from spaces.language.library import siso_sequential, substitution_module
 from spaces.nb101 import SPACE as NB101
 from spaces.nb201 import SPACE
 from surrogates.deep_kernel import DeepKernelConfig
@@ -21,6 +26,23 @@ FIG1 = LanguageSpace(EXAMPLES["figure1"], "figure1")
 ARCH = Architecture((100, 0.5), "figure1")
 NB101_OPS = ["input", "conv3x3-bn-relu", "output"]
 HALF_EDGE = [[0, 0.5, 0], [0, 0, 1], [0, 0, 0]]  # astype(int) would read 0.5 as no edge
+
+
+def cycle():
+    """Dense -> Concat(in0); Concat -> Dense2 -> Concat(in1): a loop through Concat."""
+    a_in, a_out = fm.dense(D([10, 20]))
+    c_in, c_out = fm.concat(2)
+    b_in, b_out = fm.dense(D([10]))
+    c_in["in0"].connect(a_out["out"])
+    c_in["in1"].connect(b_out["out"])
+    b_in["in"].connect(c_out["out"])
+    return a_in, c_out
+
+
+def cycle_inside():
+    """A substitution module whose subspace loops (the outer space is a plain chain)."""
+    return siso_sequential([fm.dense(D([8])), substitution_module("Loop", lambda dh: cycle(), {"h": D([0])},
+                                                                 ["in"], ["out"])])  # fmt: skip
 
 
 def table(**arrays):
@@ -60,6 +82,19 @@ BAD = [
     (lambda: ReptileConfig(inner_steps=2.5), "inner_steps must be an integer, got 2.5"),
     (lambda: DeepKernelConfig(hidden=0), r"sizes must be integers >= 1, got \{'hidden': 0\}"),
     (lambda: DeepKernelConfig(min_noise=-1.0), "need min_noise > 0"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table={(0,) * 6: 1.0}, fidelities=200,
+                                        fidelity_unit="epochs"), r"t: fidelities must be a list of .* got 200"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table={(0,) * 6: 1.0}, fidelities=(12, NAN),
+                                        fidelity_unit="epochs"), r"t: fidelities must be finite, positive"),
+    (lambda: make_options("hyperband", fidelities=5), r"option fidelities must be increasing budgets, got 5"),
+    (lambda: CategoricalSpace("c", {"lr": [0.1, NAN]}), r"c: hyperparameter 'lr' lists values that are not finite"),
+    (lambda: CategoricalSpace("c", {}), r"c: a CategoricalSpace needs one or more hyperparameters, got \{\}"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table=[1.0]), r"t: the table is a dict .* got a list"),
+    (lambda: TabularBenchmark.from_dict(name="t", space=SPACE, table={(0,) * 6: "high"}),
+     r"t: entry for \(0, 0, 0, 0, 0, 0\): values must be numbers"),
+    (lambda: LanguageSpace(cycle, "cyc").build(), r"the search space is not a directed acyclic graph: .* Concat-1"),
+    (lambda: FlatLanguageSpace(LanguageSpace(cycle, "cyc")), r"the search space cyc is not a directed acyclic"),
+    (lambda: LanguageSpace(cycle_inside, "loop").replay([0]), r"the substitution of Loop-1 is not a directed acyclic"),
 ]
 
 

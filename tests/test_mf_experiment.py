@@ -104,3 +104,45 @@ def test_a_study_refuses_a_multi_fidelity_searcher():
 
     with pytest.raises(ValueError, match="'hyperband' is a multi-fidelity searcher"):
         Study({"x": [1, 2, 3]}, searcher="hyperband")
+
+
+def test_tables_and_plot_say_what_they_show():
+    """Hand-made histories (budgets 1, 3, 9 epochs; a budget of 2 full evaluations): the tables say whether +-
+    is std or s.e., carry the cost unit, and print "no result yet" where no trial has one; the plot sets the
+    multi-fidelity searcher apart and labels its axes with units."""
+    from nas.experiment import report as rep
+    from tests.mf_tables import toy_table
+
+    table = toy_table()
+    bench = table.replace(levels=tuple(lvl.replace(cost_unit="s") for lvl in table.levels))
+    mf = {
+        "score": np.array([[5.0, 6.0, 7.0, 4.0], [5.0, 9.0, 8.0, 1.0]]),
+        "report_score": np.array([[50.0, 60.0, 70.0, 40.0], [50.0, 90.0, 80.0, 10.0]]),
+        "fidelity": np.array([[0, 0, 1, 2], [0, 0, 0, 0]]),  # trial 1 never reaches the top fidelity
+        "resource": np.array([[1.0, 1.0, 3.0, 9.0], [1.0, 1.0, 1.0, 1.0]]),
+        "cost": np.array([[2.0, 3.0, 6.0, 27.0], [2.0, 2.0, 2.0, 2.0]]),
+        "finish": np.array([[2.0, 3.0, 9.0, 36.0], [2.0, 2.0, 4.0, 4.0]]),
+    }
+    sf = {"score": np.array([[3.0, 4.0], [5.0, 1.0]]), "report_score": np.array([[30.0, 40.0], [50.0, 10.0]]),
+          "cost": np.array([[10.0, 10.0], [10.0, 10.0]])}  # fmt: skip
+    options = {"mf": {"name": "asha", "workers": 2}, "rs": {"name": "random_search"}}
+    summary, curves = rep.build_summary(bench, {"mf": mf, "rs": sf}, options, 2, 1)
+    assert summary["cost_unit"] == "s" and summary["searchers"]["mf"]["multi_fidelity"]
+    lines = rep.format_table(summary).splitlines()
+    assert lines[0].endswith("against compute, mean +- std over trials: budget 2 full evaluations (9 epochs each)")
+    assert lines[1].endswith("| cost at 100 % (s) | wall-clock at 100 % (s) | trials |")
+    mf_row = lines[3].split(" | ")
+    assert mf_row[2:6] == ["no result yet"] * 3 + ["40 +- 0 (1 of 2 trials)"]  # 10, 25, 50, 100 %
+    assert rep.format_table(summary, spread="se").splitlines()[0].endswith("mean +- s.e. over trials: budget 2 "
+                                                                            "full evaluations (9 epochs each)")
+    rs_row = rep.format_table(summary, spread="se").splitlines()[4]
+    # one full evaluation: trials 30 and 50, their sample std 14.1 over sqrt(2); two: 40 and 50
+    assert rs_row.startswith("| rs | 1 | no result yet | no result yet | 40 +- 10 | 45 +- 5 | 20 | 20 | 2 |")
+    fig = rep.curves_figure(curves, summary, compute=rep.compute_curves(bench, {"mf": mf, "rs": sf}, summary))
+    axes = fig.axes
+    assert [ax.get_xlabel() for ax in axes] == [
+        "compute (full evaluations of 9 epochs)", "cost (summed, s)", "simulated wall-clock (s)"
+    ]  # fmt: skip
+    legend = [t.get_text() for t in axes[0].get_legend().get_texts()]
+    assert legend[:4] == ["multi-fidelity searchers", "mf (n=2)", "single-fidelity searchers", "rs (n=2)"]
+    assert [ln.get_linestyle() for ln in axes[0].get_lines()[:2]] == ["-", "--"]

@@ -112,8 +112,18 @@ def test_build_rejects_unknown_hyperparameters():
         MLPTraining.build(data, HPOSpace("x", [grid("dropout", [0.0, 0.5])]), "x")
     with pytest.raises(ValueError, match="not among"):
         MLPTraining.build(data, HPOSpace("x", [categorical("activation", ["gelu"])]), "x")
+    with pytest.raises(ValueError, match="'batch_size' is read as a number.*got choices \\['small'\\]"):
+        MLPTraining.build(data, HPOSpace("x", [categorical("batch_size", ["small"])]), "x")
     with pytest.raises(ValueError, match="tokens"):
         make_benchmark("mlp/diabetes").query(jax.random.PRNGKey(0), jnp.zeros((2, 3), jnp.int32))
+
+
+def test_numbers_declared_as_choices_are_read_as_their_values():
+    space = HPOSpace("x", [categorical("learning_rate_init", [0.1, 0.001]), grid("alpha", [0.0, 0.01])])
+    MLPTraining.build(uci.load_diabetes(), space, "x")
+    values = decode(space, jnp.asarray([[0, 1], [1, 0]], jnp.int32))
+    np.testing.assert_array_equal(values["learning_rate_init"], np.float32([0.1, 0.001]))
+    np.testing.assert_array_equal(values["alpha"], np.float32([0.01, 0.0]))
 
 
 def test_diabetes_splits_and_options():

@@ -138,3 +138,12 @@ def test_options_refuse_batches_and_bad_fidelities():
     with pytest.raises(ValueError, match="one value per fidelity"):
         TabularBenchmark.from_dict(name="x", space=SPACE, table={(0, 0): {"valid": [1.0]}}, fidelities=(1, 2),
                                    fidelity_unit="epochs")  # fmt: skip
+
+
+def test_the_progress_bar_counts_evaluations_not_steps(capsys):
+    script = ((3, 0, 2, -1), (0, 0, 0, -1), (1, 0, 1, -1), (0, 1, 0, -1), (2, 1, 1, -1), (2, 1, 2, 1))
+    s = scripted(script, workers=2)  # 6 evaluations in a run of s.num_steps steps
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    run_chunked(s, toy_table(), keys, chunk_steps=s.num_steps, progress=True, label="scripted")
+    last = capsys.readouterr().err.strip().split("\r")[-1]
+    assert s.num_steps > 6 and "6 evaluations/seed" in last, last

@@ -105,7 +105,11 @@ def test_protobuf_roundtrip_and_field_numbers():
 
 def test_convert_load_and_query(full_file, data1k, tmp_path, monkeypatch):
     path, expect = full_file
-    cache = nb101_data.convert(str(path), str(tmp_path / "c.npz"), verify_hash=True)
+    for convert_or_load in (lambda: nb101_data.convert(str(path), str(tmp_path / "c.npz")), lambda: make_benchmark(
+            "nb101", data_path=str(path))):  # a file of some cells is not NAS-Bench-101 unless partial=True says so
+        with pytest.raises(DataError, match=f"holds {N_CELLS} of the 423,624 NAS-Bench-101 cells .* partial=True"):
+            convert_or_load()
+    cache = nb101_data.convert(str(path), str(tmp_path / "c.npz"), verify_hash=True, partial=True)
     with np.load(cache) as z:
         assert sorted(z["hash"].astype(str).tolist()) == sorted(data1k["key"][:N_CELLS])
         assert z["epochs"].tolist() == list(EPOCHS) and np.all(np.diff(z["code"]) > 0)
@@ -114,7 +118,7 @@ def test_convert_load_and_query(full_file, data1k, tmp_path, monkeypatch):
     query = jax.jit(lambda b, k, t: b.query(k, t))
     ids = nb101_data.canonical_codes(tokens)
     for e in (108, 36):
-        bench = nb101_data.load(cache, protocol="mean", epochs=e)
+        bench = nb101_data.load(cache, partial=True, protocol="mean", epochs=e)
         assert bench.size == N_CELLS and bench.has_test and bench.num_seeds == 3
         rows = np.searchsorted(np.asarray(bench.row_ids), ids)
         assert np.all(np.asarray(bench.row_ids)[rows] == ids)
@@ -122,7 +126,7 @@ def test_convert_load_and_query(full_file, data1k, tmp_path, monkeypatch):
             np.testing.assert_allclose(np.asarray(bench.valid[r]), [x[0] * 100 for x in expect[(i, e)]], rtol=1e-5)
             np.testing.assert_allclose(float(bench.test[r]), np.mean([x[1] for x in expect[(i, e)]]) * 100, rtol=1e-5)
             np.testing.assert_allclose(float(bench.cost[r]), np.mean([x[2] for x in expect[(i, e)]]), rtol=1e-5)
-    bench = nb101_data.load(cache, protocol="mean")
+    bench = nb101_data.load(cache, partial=True, protocol="mean")
     canon = np.stack([nb101.decode_code(c) for c in ids])  # other strings of the same cells
     assert np.any(canon != tokens)
     moved = np.concatenate([tokens, canon, np.zeros((1, 26), np.int32)])  # + a disconnected string
@@ -134,24 +138,24 @@ def test_convert_load_and_query(full_file, data1k, tmp_path, monkeypatch):
     for i, v in enumerate(np.asarray(rnd["valid"])[:N_CELLS]):
         assert np.isclose([x[0] * 100 for x in expect[(i, 108)]], v, rtol=1e-5).any()
     # the tfrecord path converts once next to the file, then reads the cache
-    first = nb101_data.load(str(path))
+    first = nb101_data.load(str(path), partial=True)
     assert (path.parent / "nasbench_full.nb101.npz").exists()
     monkeypatch.setattr(nb101_data, "convert", lambda *a, **k: pytest.fail("cache not reused"))
-    again = nb101_data.load(str(path))
+    again = nb101_data.load(str(path), partial=True)
     np.testing.assert_array_equal(np.asarray(first.row_ids), np.asarray(again.row_ids))
     with pytest.raises(ValueError, match="epochs"):
-        nb101_data.load(cache, epochs=200)
+        nb101_data.load(cache, partial=True, epochs=200)
     # the cache is keyed by the file's content tag (size, mtime, head and tail hash): a changed tag reconverts
     converted = []
     monkeypatch.setattr(nb101_data, "convert", lambda *a, **k: converted.append(1) or pytest.fail("stop"))
     os.utime(path, ns=(0, 12345))  # same bytes, another mtime: a new tag, reconverted
     with pytest.raises(pytest.fail.Exception):
-        nb101_data.load(str(path))
+        nb101_data.load(str(path), partial=True)
     assert converted == [1]
     monkeypatch.undo()
     # a corrupt cache next to the file is rebuilt, with a warning
     (path.parent / "nasbench_full.nb101.npz").write_bytes(b"garbage")
-    rebuilt = nb101_data.load(str(path))
+    rebuilt = nb101_data.load(str(path), partial=True)
     np.testing.assert_array_equal(np.asarray(first.row_ids), np.asarray(rebuilt.row_ids))
 
 
@@ -219,7 +223,7 @@ def test_bad_payloads_fail_with_record_and_offset(data1k, tmp_path):
 def test_missing_files_say_where_to_download(tmp_path):
     for p in ("", str(tmp_path / "nasbench_only108.tfrecord")):
         with pytest.raises(DataError, match="storage.googleapis.com/nasbench/nasbench_only108.tfrecord"):
-            nb101_data.load(p)
+            nb101_data.load(p, partial=True)
     empty = tmp_path / "empty.tfrecord"
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="empty file"):
@@ -243,12 +247,12 @@ def test_conversion_checks_repeats_hashes_and_cells(data1k, tmp_path):
     path = tmp_path / "four.tfrecord"
     write_tfrecord(str(path), records + records[:1])  # a 4th repeat of cell 0
     with pytest.raises(ValueError, match="record 6: more than 3 repeats"):
-        nb101_data.convert(str(path), str(tmp_path / "c.npz"))
+        nb101_data.convert(str(path), str(tmp_path / "c.npz"), partial=True)
     swapped = [r.replace(data1k["key"][0].encode(), data1k["key"][5].encode()) for r in records[:3]]
     write_tfrecord(str(path), swapped)  # cell 0 stored under another cell's hash
-    nb101_data.convert(str(path), str(tmp_path / "c.npz"))  # not checked by default (fast path)
+    nb101_data.convert(str(path), str(tmp_path / "c.npz"), partial=True)  # not checked by default (fast path)
     with pytest.raises(ValueError, match="record 0: stored hash .* != official hash"):
-        nb101_data.convert(str(path), str(tmp_path / "c.npz"), verify_hash=True)
+        nb101_data.convert(str(path), str(tmp_path / "c.npz"), verify_hash=True, partial=True)
     too_many = make_record(
         "h" * 32,
         108,
@@ -258,7 +262,7 @@ def test_conversion_checks_repeats_hashes_and_cells(data1k, tmp_path):
     )  # 21 edges: invalid
     write_tfrecord(str(path), [too_many])
     with pytest.raises(ValueError, match="record 0: cell is not a valid NAS-Bench-101 cell"):
-        nb101_data.convert(str(path), str(tmp_path / "c.npz"))
+        nb101_data.convert(str(path), str(tmp_path / "c.npz"), partial=True)
     assert not list(tmp_path.glob("tmp*.npz"))  # no half-written cache left behind
 
 
@@ -266,14 +270,14 @@ def test_four_budgets_of_the_full_file_are_fidelities(full_file, data1k, tmp_pat
     """``nasbench_full``-style records (4/12/36/108 epochs, 3 repeats each): with ``fidelities`` every budget is a
     level with its own repeats, mean test accuracy and recorded training time; an only-108 file has one budget."""
     path, expect = full_file
-    cache = nb101_data.convert(str(path), str(tmp_path / "c.npz"))
-    table = make_benchmark("nb101", data_path=cache, fidelities=EPOCHS)
+    cache = nb101_data.convert(str(path), str(tmp_path / "c.npz"), partial=True)
+    table = make_benchmark("nb101", data_path=cache, fidelities=EPOCHS, partial=True)
     assert table.name == "nb101" and table.fidelities == tuple(map(float, EPOCHS)) and not table.continues
     tokens = np.stack([S.from_spec({"matrix": data1k["adjacency"][i], "ops": data1k["operations"][i]})
                        for i in range(N_CELLS)])  # fmt: skip
     query = jax.jit(lambda b, k, t, f: b.query(k, t, f))
     for f, e in enumerate(EPOCHS):
-        single = nb101_data.load(cache, epochs=e)  # each level is the one-budget table of its epochs
+        single = nb101_data.load(cache, partial=True, epochs=e)  # each level is the one-budget table of its epochs
         for name in ("valid", "test", "cost", "row_ids"):
             np.testing.assert_array_equal(np.asarray(getattr(table.level(f), name)), np.asarray(getattr(single, name)))
         res = query(table, jax.random.PRNGKey(0), tokens, np.full(N_CELLS, f))
@@ -281,8 +285,9 @@ def test_four_budgets_of_the_full_file_are_fidelities(full_file, data1k, tmp_pat
         np.testing.assert_allclose(np.asarray(res["valid"]), runs[:, :, 0].mean(1) * 100, rtol=1e-5)
         np.testing.assert_allclose(np.asarray(res["test"]), runs[:, :, 1].mean(1) * 100, rtol=1e-5)
         np.testing.assert_allclose(np.asarray(res["cost"]), runs[:, :, 2].mean(1), rtol=1e-5)
-    assert nb101_data.load(str(path), fidelities=(12, 108)).fidelities == (12.0, 108.0)  # the TFRecord's cache
+    table = nb101_data.load(str(path), partial=True, fidelities=(12, 108))  # the TFRecord's cache
+    assert table.fidelities == (12.0, 108.0)
     only108 = tmp_path / "only108.tfrecord"
     write_tfrecord(str(only108), fixture_rows(data1k, n=2, epochs=(108,))[0])
     with pytest.raises(DataError, match=r"has epochs \[108\], not \[4, 12, 36\]"):
-        nb101_data.load(str(only108), fidelities=EPOCHS)
+        nb101_data.load(str(only108), fidelities=EPOCHS, partial=True)

@@ -44,13 +44,14 @@ def summary_of(bench):
 def test_summary_csv_and_table_name_the_split_metric_and_protocol(tmp_path):
     summary, _ = summary_of(Table())
     assert list(summary) == ["benchmark", "protocol", "metric", "split", "note", "max_queries",
-                             "table_best_valid_reported", "fidelities", "fidelity_unit", "cost_note",
+                             "table_best_valid_reported", "fidelities", "fidelity_unit", "cost_unit", "cost_note",
                              "searchers"]  # fmt: skip
     assert (summary["metric"], summary["split"]) == ("test error (%)", "test")
     assert summary["note"] == "reported: test score of the incumbent (best validation so far)"
     assert summary["table_best_valid_reported"] == 6.0  # test error of the best-validation entry
     assert list(summary["searchers"]["a"]) == ["options", "num_trials", "queries", "mean", "std", "median", "q25",
-                                               "q75", "cost_mean", "wallclock_mean", "budget"]  # fmt: skip
+                                               "q75", "cost_mean", "wallclock_mean", "budget",
+                                               "multi_fidelity"]  # fmt: skip
     val, _ = summary_of(Table(has_test=False))
     assert (val["metric"], val["split"]) == ("validation error (%)", "validation")
     assert "VALIDATION" in val["note"] and val["table_best_valid_reported"] == 8.0
@@ -60,7 +61,7 @@ def test_summary_csv_and_table_name_the_split_metric_and_protocol(tmp_path):
         "searcher,queries,mean,std,median,q25,q75,num_trials,metric,protocol,budget_fraction,cost_mean,wallclock_mean"
     )
     table = rep.format_table(summary).splitlines()
-    assert table[0] == "test error (%) of the incumbent (toy/table)"
+    assert table[0] == "test error (%) of the incumbent (toy/table), mean +- std over trials"
     assert table[1] == "| searcher | 10 queries | 20 queries | 30 queries | trials | protocol |"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from nas.core.dedup import EMPTY, PAD, count_repeats, fill_unique, seen_add, seen_contains, seen_init
 from nas.core.searcher import make_searcher
-from nas.core.unseen_draw import decode, draw_distinct_ids, draw_unseen, first_draws, kth_unseen
+from nas.core.unseen_draw import decode, draw_distinct_ids, draw_unseen, exact, first_draws, kth_unseen
 from nas.engine.runner import make_search
 from spaces.base import CategoricalSpace
 from spaces.hpo import mlp_space
@@ -65,6 +65,28 @@ def test_draw_unseen_is_uniform_over_unseen_and_distinct():
     for col in range(3):  # each slot uniform over the 14 unseen strings (chi2, 13 dof: p = 1e-4 at ~40)
         counts = np.bincount(ids[:, col], minlength=24)[np.setdiff1d(np.arange(24), np.asarray(seen.ids))]
         assert counts.min() > 0 and chi2(counts) < 40
+
+
+def test_canonical_spaces_draw_their_configurations_as_integers():
+    """Equivalent strings share an id (two commuting layers): the K = 18 configurations are drawn by rank, each
+    draw uniform over the unqueried ones, decoded to a string whose id is the drawn one."""
+
+    def sorted_pair(spec):
+        a, b = sorted([spec["x0"], spec["x1"]])
+        return {**spec, "x0": a, "x1": b}
+
+    space = CategoricalSpace("pairs", {f"x{i}": [0, 1, 2] for i in range(3)}, canonical=sorted_pair)
+    configs = space.configuration_ids
+    assert exact(space) and not space.ids_are_grid_rows and len(configs) == space.num_configurations == 18
+    seen = seen_add(seen_init(18), jnp.asarray(configs[[0, 4, 9, 17]], jnp.int32))
+    draw = jax.jit(jax.vmap(lambda k: draw_unseen(k, space, seen, 2)))
+    tokens, ids = draw(jax.random.split(jax.random.PRNGKey(4), 5000))
+    ids = np.asarray(ids)
+    assert np.isin(ids, configs).all() and not np.isin(ids, np.asarray(seen.ids)).any()
+    assert (ids[:, 0] != ids[:, 1]).all()
+    assert (np.asarray(jax.vmap(jax.vmap(space.string_id))(tokens)) == ids).all()
+    counts = np.bincount(ids[:, 1], minlength=space.size)[np.setdiff1d(configs, np.asarray(seen.ids))]
+    assert counts.min() > 0 and chi2(counts) < 37  # 14 unseen, 13 dof: p = 1e-4 at ~37
 
 
 def test_draw_distinct_ids_is_a_uniform_ordered_sample():

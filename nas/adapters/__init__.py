@@ -2,7 +2,13 @@
 
 - ``nas.adapters.optuna_sampler.SearcherSampler``: a searcher as an Optuna sampler.
 - ``nas.adapters.ray_tune.SearcherSearch``: a searcher as a Ray Tune ``Searcher``.
+- ``nas.adapters.optuna_pruner.ASHAPruner`` / ``HyperbandPruner``: the host Study's pruners as Optuna pruners.
+- ``nas.adapters.optuna_multi_fidelity.MultiFidelitySampler``: a multi-fidelity searcher as an Optuna sampler
+  with the pruner that ends each trial at its budget (one Optuna trial per evaluation).
+- ``nas.adapters.ray_multi_fidelity.MultiFidelitySearch``: a multi-fidelity searcher as a Ray Tune ``Searcher``
+  with the ``TrialScheduler`` that pauses trials at their budgets and resumes promotions from checkpoints.
 
-Both drive a ``nas.host.ask_tell.Study`` through ``nas.adapters.bridge.StudyBridge``. Optuna and Ray are
-optional: each adapter module imports its tool when it is imported and says how to install it.
+The single-fidelity adapters drive a ``nas.host.ask_tell.Study`` through ``nas.adapters.bridge.StudyBridge``;
+the multi-fidelity ones a ``nas.host.mf_study.MultiFidelityStudy``. Optuna and Ray are optional: each adapter
+module imports its tool when it is imported and says how to install it.
 """

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import threading
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any
 
 from nas.core.searcher import make_options
@@ -78,8 +78,9 @@ class StudyBridge:
             if trial.state == "pending" and status != "pending":
                 self.study.tell(trial, value if status == "complete" else None)
 
-    def start(self, space: dict[str, Sequence[Any]], direction: str, max_queries: int | None = None) -> None:
-        """Builds the Study on ``space`` (``{name: [values]}``); ``max_queries`` defaults to the bridge's."""
+    def start(self, space: dict[str, Any], direction: str, max_queries: int | None = None) -> None:
+        """Builds the Study on ``space`` (``{name: [values] | Float | Int | Categorical}``,
+        ``nas.host.ask_tell.make_space``); ``max_queries`` defaults to the bridge's."""
         with self.cond:
             self._setup = (space, direction, max_queries)
             self.study = Study(

@@ -18,12 +18,15 @@ The searcher runs through ``nas.host.ask_tell.Study`` (host ask/tell, ``nas/adap
 Optuna trial gets the next configuration of the searcher's batch (Optuna's relative sampling), and
 the searcher is told once all trials of its batch are finished.
 
-- **Space.** Categorical parameters only (a searcher's space is a product of value lists,
-  ``spaces.base.CategoricalSpace``). Give ``search_space={name: [values]}`` (or Optuna
-  ``CategoricalDistribution``s), or let the sampler learn it: the first trial (or the first
-  ``n_jobs`` trials that start together) is sampled uniformly at random and is not shown to the
-  searcher; the parameters suggested by the first completed trial are the space. Float and int
-  distributions have no value list and are refused with a clear error.
+- **Space.** Categorical, float and int parameters: ``suggest_categorical``, ``suggest_float(name,
+  low, high, log=..., step=...)``, ``suggest_int(name, low, high, log=..., step=...)``. A float or
+  int range is an ordered grid (``spaces.params``: 101 values, or 16 per decade on a log scale, both
+  ends included, on the step where there is one; values handed back lie in the distribution). Give
+  ``search_space={name: [values] | Optuna distribution | spaces.params.Float / Int / Categorical}``
+  (declarations set a grid's ``num`` and conditions ``when=``), or let the sampler learn it: the
+  first trial (or the first ``n_jobs`` trials that start together) is sampled uniformly at random
+  and is not shown to the searcher; the parameters suggested by the first completed trial are the
+  space.
 - **Budget.** ``max_queries`` is the searcher's budget, startup trials included; it sets the
   searcher's schedules (BANANAS's data buckets, ReMAADE's steps). A trial beyond it raises.
 - **Failed and pruned trials.** A failed trial (an exception, a NaN) is a failed evaluation
@@ -48,31 +51,62 @@ from typing import Any
 
 import numpy as np
 
+from spaces.files import MissingPackageError
+
 try:
     import optuna
-    from optuna.distributions import BaseDistribution, CategoricalDistribution
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
     from optuna.samplers import BaseSampler
     from optuna.study import StudyDirection
     from optuna.trial import FrozenTrial, TrialState
 except ImportError as e:  # optional dependency
-    raise ImportError("nas.adapters.optuna_sampler needs Optuna: pip install optuna") from e
+    raise MissingPackageError("nas.adapters.optuna_sampler needs Optuna: pip install optuna") from e
 
 from nas.adapters.bridge import BudgetSpent, StudyBridge
+from spaces.params import Categorical, Float, Int
 
-_HOW = "use trial.suggest_categorical(name, [values]) or give search_space={name: [values]}"
 
-
-def _categorical(name: str, dist: Any) -> CategoricalDistribution:
-    """``dist`` (a list of values or an Optuna distribution) as a CategoricalDistribution, or a clear error."""
+def _declaration(name: str, dist: BaseDistribution):
+    """An Optuna distribution as a ``spaces.params`` declaration (a one-value range as a one-value list)."""
     if isinstance(dist, CategoricalDistribution):
-        return dist
-    if isinstance(dist, BaseDistribution):
+        return list(dist.choices)
+    if not isinstance(dist, (FloatDistribution, IntDistribution)):
         raise ValueError(
-            f"SearcherSampler maps only categorical parameters; {name!r} is {dist} (no list of values): {_HOW}"
+            f"SearcherSampler cannot map parameter {name!r}: {dist} is not a float, int or categorical one"
         )
-    if isinstance(dist, (str, bytes)) or not isinstance(dist, Sequence) or len(dist) == 0:
-        raise ValueError(f"search_space[{name!r}] must be a non-empty list of values, got {dist!r}")
-    return CategoricalDistribution(list(dist))
+    if dist.single():
+        return [dist.low]
+    if isinstance(dist, FloatDistribution):
+        return Float(dist.low, dist.high, log=dist.log, step=dist.step)
+    return Int(dist.low, dist.high, log=dist.log, step=None if dist.step == 1 else dist.step)
+
+
+def _distribution(name: str, spec: Any) -> BaseDistribution:
+    """A ``search_space`` entry (values, an Optuna distribution or a declaration) as the Optuna distribution
+    the objective suggests."""
+    if isinstance(spec, BaseDistribution):
+        _declaration(name, spec)  # unmappable kinds fail here
+        return spec
+    if isinstance(spec, Categorical):
+        return CategoricalDistribution(list(spec.choices))
+    if isinstance(spec, (Float, Int)):
+        if spec.log and spec.step not in (None, 1):
+            raise ValueError(
+                f"search_space[{name!r}] = {spec!r}: Optuna has no log range with a step; drop one of them"
+            )
+        if isinstance(spec, Float):
+            return FloatDistribution(spec.low, spec.high, log=spec.log, step=spec.step)
+        return IntDistribution(spec.low, spec.high, log=spec.log, step=spec.step or 1)
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) or len(spec) == 0:
+        raise ValueError(f"search_space[{name!r}] must be a non-empty list of values, an Optuna distribution or "
+                         f"Float/Int/Categorical, got {spec!r}")  # fmt: skip
+    return CategoricalDistribution(list(spec))
+
+
+def _draw(decl, rng: np.random.Generator):
+    """A uniformly drawn value of a declaration (a startup trial's)."""
+    values = decl if isinstance(decl, list) else decl.values()
+    return values[int(rng.integers(len(values)))]
 
 
 class SearcherSampler(BaseSampler):
@@ -80,7 +114,8 @@ class SearcherSampler(BaseSampler):
 
     Args:
       searcher: registered searcher name ("regularized_evolution", "remaade", "bananas", ...).
-      search_space: ``{name: [values] | CategoricalDistribution}``; None = learned from the first trial.
+      search_space: ``{name: [values] | Optuna distribution | Float | Int | Categorical}``; None = learned
+        from the first trial.
       max_queries: the searcher's budget of trials.
       seed: the searcher's seed (same seed and values -> same configurations).
       pruned: "last_value" or "failed" (how a pruned trial is told).
@@ -100,12 +135,17 @@ class SearcherSampler(BaseSampler):
         if pruned not in ("last_value", "failed"):
             raise ValueError(f"pruned must be 'last_value' or 'failed', got {pruned!r}")
         if search_space is not None and (not isinstance(search_space, dict) or not search_space):
-            raise ValueError("search_space must be a non-empty dict {name: [values]} (or None to learn it)")
-        self._space = None if search_space is None else {k: _categorical(k, v) for k, v in search_space.items()}
+            raise ValueError(
+                "search_space must be a non-empty dict {name: [values] | Float | Int} (or None to learn it)"
+            )
+        self._space = None if search_space is None else {k: _distribution(k, v) for k, v in search_space.items()}
+        given = search_space or {}  # the declarations the searcher's space is built from (lists as given)
+        self._decls = {k: v if isinstance(v, (Float, Int, Categorical)) else _declaration(k, self._space[k])
+                       for k, v in given.items()}  # fmt: skip
         self._bridge = StudyBridge(searcher, max_queries, seed, searcher_options)
         self._pruned = pruned
         self._rng = np.random.default_rng(seed)  # startup trials while the space is learned
-        self._seen: dict[str, CategoricalDistribution] = {}  # parameters suggested by startup trials
+        self._seen: dict[str, BaseDistribution] = {}  # parameters suggested by startup trials
         self._startup: set[int] = set()  # numbers of the startup trials
         self._learned = False
         self._owner: dict[int, int] = {}  # trial number -> thread that asked for it
@@ -134,7 +174,9 @@ class SearcherSampler(BaseSampler):
                 f"{len(self._startup)} startup trial(s); raise max_queries or give search_space"
             )
         direction = "minimize" if study.direction == StudyDirection.MINIMIZE else "maximize"
-        self._bridge.start({k: list(d.choices) for k, d in space.items()}, direction, budget)
+        if self._space is None:
+            self._decls = {k: _declaration(k, d) for k, d in space.items()}
+        self._bridge.start(dict(self._decls), direction, budget)
         self._space = space
 
     def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
@@ -173,7 +215,8 @@ class SearcherSampler(BaseSampler):
     def sample_independent(
         self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
     ) -> Any:
-        dist = _categorical(param_name, param_distribution)
+        dist = param_distribution
+        decl = _declaration(param_name, dist)  # unmappable kinds fail here
         with self._bridge.cond:
             if trial.number in self._startup:  # a startup trial (the space is learned from the first one)
                 if not self._bridge.started:
@@ -183,14 +226,21 @@ class SearcherSampler(BaseSampler):
             elif param_name not in self._space:
                 raise ValueError(
                     f"parameter {param_name!r} is not in the sampler's search space {list(self._space)}; "
-                    "give search_space={name: [values]} with every parameter the objective suggests"
+                    "give search_space={name: [values] | Float | Int} with every parameter the objective suggests"
                 )
             elif not trial.system_attrs.get("fixed_params"):
+                if dist != self._space[param_name]:
+                    raise ValueError(
+                        f"parameter {param_name!r} suggested as {dist}, but the sampler's search space has "
+                        f"{self._space[param_name]}; suggest it with the same values"
+                    )
+                when = getattr(self._decls.get(param_name), "when", ())
+                cond = " and ".join(f"{p} in {list(v)}" for p, v in when) or "its condition"
                 raise ValueError(
-                    f"parameter {param_name!r} suggested as {dist}, but the sampler's search space has "
-                    f"{self._space[param_name]}; suggest it with the same values"
+                    f"parameter {param_name!r} is inactive in trial {trial.number} (the search space has it only "
+                    f"when {cond}); suggest it only then"
                 )
-            return dist.choices[int(self._rng.integers(len(dist.choices)))]
+            return _draw(decl, self._rng)
 
     # -- results ----------------------------------------------------------------------------
     def after_trial(
@@ -205,8 +255,20 @@ class SearcherSampler(BaseSampler):
                 value = values[0]
             else:
                 value = None  # failed, or pruned before reporting
+            # a range suggested with other bounds can take the searcher's value when it lies inside them
+            other = [
+                k for k, d in trial.distributions.items() if self._space and k in self._space and d != self._space[k]
+            ]
+            if other and self._bridge.started and trial.number in self._bridge.trials:
+                value = None
             self._bridge.record(trial.number, value)
             self._owner.pop(trial.number, None)
+            if other and trial.number in self._bridge.trials:
+                k = other[0]
+                raise ValueError(
+                    f"parameter {k!r} suggested as {trial.distributions[k]}, but the sampler's search space has "
+                    f"{self._space[k]}; suggest it with the same values (trial {trial.number} is recorded as failed)"
+                )
 
     def reseed_rng(self) -> None:
         """Nothing: the searcher's keys come from ``seed`` (Optuna calls this for ``n_jobs > 1``)."""

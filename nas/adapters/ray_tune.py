@@ -21,10 +21,16 @@
 The searcher runs through ``nas.host.ask_tell.Study`` (host ask/tell, ``nas/adapters/bridge.py``) on
 the Tune driver; only the configurations travel to the workers.
 
-- **Space.** ``tune.choice`` parameters (nested dicts too: names join with "/"), from
-  ``param_space`` or ``space=`` (lists or ``tune.choice``); constants in ``param_space`` pass
-  through. Float/int domains and ``tune.grid_search`` have no value list the searcher can use and
-  are refused with a clear error.
+- **Space.** ``tune.choice``, ``tune.uniform``, ``tune.loguniform``, ``tune.quniform``,
+  ``tune.qloguniform``, ``tune.randint``, ``tune.lograndint``, ``tune.qrandint`` and
+  ``tune.qlograndint`` parameters (nested dicts too: names join with "/"), from ``param_space`` or
+  ``space=`` (lists, Tune domains or ``spaces.params`` declarations, which set a grid's ``num`` and
+  conditions ``when=``); constants in ``param_space`` pass through. A float or int range is an
+  ordered grid (``spaces.params``: 101 values, or 16 per decade on a log scale; Tune's bounds:
+  ``randint``'s upper bound excluded, a ``q`` domain's values the multiples of ``q`` inside its
+  bounds). ``tune.grid_search``
+  (every value evaluated: not a searcher's choice), ``tune.randn`` (unbounded) and
+  ``tune.sample_from`` are refused with a clear error.
 - **Batches.** ``batch_size=k`` (a searcher option) lets ``k`` trials run at once; while a batch
   is out, ``suggest`` returns None (Tune asks again) until its last trial completes, and the
   searcher is told the whole batch.
@@ -45,56 +51,81 @@ import pickle
 import warnings
 from typing import Any
 
+from spaces.files import MissingPackageError
+
 try:
     from ray.tune.search import Searcher
-    from ray.tune.search.sample import Categorical, Domain
+    from ray.tune.search.sample import Categorical, Domain, LogUniform, Normal, Quantized, Uniform
+    from ray.tune.search.sample import Float as TuneFloat
+    from ray.tune.search.sample import Integer as TuneInteger
     from ray.tune.search.variant_generator import parse_spec_vars
     from ray.tune.utils.util import unflatten_dict
 except ImportError as e:  # optional dependency
-    raise ImportError('nas.adapters.ray_tune needs Ray Tune: pip install "ray[tune]"') from e
+    raise MissingPackageError('nas.adapters.ray_tune needs Ray Tune: pip install "ray[tune]"') from e
 
 from nas.adapters.bridge import BudgetSpent, StudyBridge
 from spaces.data_files import read_pickle
 from spaces.files import DataError, write_bytes_atomic
+from spaces.params import Categorical as ParamCategorical
+from spaces.params import Float, Int
 
-_HOW = "use tune.choice([values])"
+_GRID = (
+    "tune.grid_search evaluates every value; a searcher chooses among values: give tune.choice([...]) "
+    "(or run the grid with Tune's default search)"
+)
 
 
-def categorical_space(config: dict) -> dict[str, list]:
-    """``{"a/b": [values]}`` for the ``tune.choice`` parameters of a Tune ``param_space`` (constants skipped)."""
-    _, domain_vars, grid_vars = parse_spec_vars(config)
-    if grid_vars:
-        names = ["/".join(map(str, p)) for p, _ in grid_vars]
-        raise ValueError(f"SearcherSearch cannot use tune.grid_search (parameters {names}); {_HOW}")
+def _multiples(lower: float, upper: float, q: float) -> tuple[float, float]:
+    """The lowest and highest multiple of ``q`` inside ``[lower, upper]`` (Tune's quantized bounds)."""
+    lo, hi = math.ceil(lower / q - 1e-9), math.floor(upper / q + 1e-9)
+    return float(f"{lo * q:.12g}"), float(f"{hi * q:.12g}")
+
+
+def _declaration(name: str, domain: Domain):
+    """A Tune domain as a ``spaces.params`` declaration (a one-value domain as a one-value list)."""
+    if isinstance(domain, Categorical):
+        return list(domain.categories)
+    sampler = domain.get_sampler()
+    q = sampler.q if isinstance(sampler, Quantized) else None
+    inner = sampler.sampler if q is not None else sampler
+    what = f"parameter {name!r} ({type(domain).__name__} with {type(inner).__name__.strip('_')} sampling)"
+    if not isinstance(domain, (TuneFloat, TuneInteger)) or not isinstance(inner, (Uniform, LogUniform)):
+        hint = "tune.randn has no bounds" if isinstance(inner, Normal) else "the searcher cannot choose its value"
+        raise ValueError(f"SearcherSearch cannot map {what}: {hint}; give tune.uniform, tune.loguniform, "
+                         "tune.randint or tune.choice")  # fmt: skip
+    log = isinstance(inner, LogUniform)
+    if isinstance(domain, TuneFloat):
+        lo, hi = (domain.lower, domain.upper) if q is None else _multiples(domain.lower, domain.upper, q)
+        return [lo] if lo >= hi else Float(lo, hi, log=log, step=q)
+    if q is None or q == 1:  # randint, lograndint: the upper bound is excluded
+        lo, hi, step = int(domain.lower), int(domain.upper) - 1, None
+    else:
+        lo, hi = (int(round(b)) for b in _multiples(domain.lower, domain.upper, q))
+        step = int(q)
+    return [lo] if lo >= hi else Int(lo, hi, log=log, step=step)
+
+
+def declared_params(config: dict, lists: bool = False, prefix: tuple = ()) -> dict[str, Any]:
+    """``{"a/b": declaration}`` for the parameters of a Tune ``param_space`` (constants skipped); with
+    ``lists`` (the ``space=`` argument) every leaf is a parameter and lists are choices."""
     space = {}
-    for path, domain in domain_vars:
-        name = "/".join(map(str, path))
-        if not isinstance(domain, Categorical):
-            raise ValueError(
-                f"SearcherSearch maps only categorical parameters; {name!r} is {type(domain).__name__} "
-                f"(no list of values): {_HOW}"
-            )
-        space[name] = list(domain.categories)
-    if not space:
-        raise ValueError(f"the search space has no tune.choice parameter; {_HOW}")
-    return space
-
-
-def _as_domains(space: dict) -> dict:
-    """``space`` with every list of values as ``tune.choice`` (nested dicts kept)."""
-    if not isinstance(space, dict) or not space:
-        raise ValueError(f"space must be a non-empty dict {{name: [values] | tune.choice(...)}}, got {space!r}")
-    out = {}
-    for k, v in space.items():
+    for k, v in config.items():
+        name = "/".join(map(str, prefix + (k,)))
+        if isinstance(v, dict) and set(v) == {"grid_search"}:
+            raise ValueError(f"SearcherSearch cannot use tune.grid_search (parameter {name!r}): {_GRID}")
         if isinstance(v, dict):
-            out[k] = _as_domains(v)
+            space.update(declared_params(v, lists, prefix + (k,)))
         elif isinstance(v, Domain):
-            out[k] = v
-        elif isinstance(v, (list, tuple)) and v:
-            out[k] = Categorical(list(v))
-        else:
-            raise ValueError(f"space[{k!r}] must be a non-empty list of values or tune.choice([...]), got {v!r}")
-    return out
+            space[name] = _declaration(name, v)
+        elif isinstance(v, (Float, Int, ParamCategorical)):
+            space[name] = v
+        elif lists and isinstance(v, (list, tuple)) and v:
+            space[name] = list(v)
+        elif lists:
+            raise ValueError(f"space[{name!r}] must be a non-empty list, a Tune domain or Float/Int, got {v!r}")
+    if not prefix and not space:
+        raise ValueError("the search space has no parameter to search: give tune.choice, tune.uniform, ... domains")
+    return space
 
 
 class SearcherSearch(Searcher):
@@ -102,7 +133,8 @@ class SearcherSearch(Searcher):
 
     Args:
       searcher: registered searcher name ("regularized_evolution", "remaade", "bananas", ...).
-      space: ``{name: [values] | tune.choice(...)}``; None = from the Tuner's ``param_space``.
+      space: ``{name: [values] | Tune domain | Float | Int | Categorical}``; None = from the Tuner's
+        ``param_space``.
       metric, mode: the metric to optimize and "min" or "max" (or from ``tune.TuneConfig``).
       max_queries: the searcher's budget of trials.
       seed: the searcher's seed.
@@ -125,14 +157,20 @@ class SearcherSearch(Searcher):
         super().__init__(metric=metric, mode=mode)
         self._space = None
         if space is not None:
-            self._space = categorical_space(_as_domains(space))
+            if not isinstance(space, dict) or not space:
+                raise ValueError(
+                    f"space must be a non-empty dict {{name: [values] | tune domain | Float}}, got {space!r}"
+                )
+            self._space = declared_params(space, lists=True)
         self._bridge = StudyBridge(searcher, max_queries, seed, searcher_options)
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec) -> bool:
         if self._bridge.started or (self._space is not None and config and parse_spec_vars(config)[1:] != ([], [])):
             return False  # Tune then refuses a second search space
         if config and self._space is None:
-            self._space = categorical_space(config)
+            if parse_spec_vars(config)[2]:
+                raise ValueError(f"SearcherSearch cannot use tune.grid_search: {_GRID}")
+            self._space = declared_params(config)
         self._metric = metric or self._metric
         self._mode = mode or self._mode
         return True

@@ -114,7 +114,7 @@ def fill_unique(
     fresh). Only when those fail too (a space nearly exhausted) do the last
     slots hold uniform samples that may repeat a query; reports count repeats.
     A proposal that is itself uniform passes ``fallback_rounds=0``.
-    ``exact_fallback`` (spaces whose ids are grid rows, ``nas.core.unseen_draw``):
+    ``exact_fallback`` (spaces whose configurations are drawn as integers, ``nas.core.unseen_draw.exact``):
     the slots the proposal leaves empty get exact uniform draws over the new
     strings instead (the same distribution, no fallback loop to compile).
     """
@@ -152,9 +152,9 @@ def fill_unique_aux(
     )
     key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds)
     fresh = jnp.arange(n) < filled
-    if exact_fallback and space.ids_are_grid_rows:
-        from nas.core.unseen_draw import draw_unseen
+    from nas.core.unseen_draw import draw_unseen, exact
 
+    if exact_fallback and exact(space):
         extra, _ = draw_unseen(jax.random.fold_in(key, 1), space, seen_add(seen, out_ids), n)
         rest = extra[jnp.clip(jnp.arange(n) - filled, 0, n - 1)]
         return jnp.where(fresh[:, None], out, rest), fresh, jnp.where(fresh, tags, 0)

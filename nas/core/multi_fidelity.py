@@ -22,6 +22,12 @@ the run is sequential. The budget is compute: ``max_queries`` full evaluations, 
 dispatches evaluations while the resource spent (``fidelities`` budgets, or their differences for
 promotions that continue) is below ``max_queries * fidelities[-1]``.
 
+The engine asks and tells under a per-seed condition (an idle worker, a finished evaluation):
+``ask_if(key, state, pred)`` and ``tell_if(key, job, score, state, pred)`` leave the state unchanged
+where ``pred`` is False. Their default selects between the new and the old state, a pass over the whole
+state; a searcher whose ask and tell write a few entries of a large state masks those writes instead
+(ASHA), so a step costs no pass over what it does not touch.
+
 Options are the searcher's identity, as for every searcher (``nas.core.searcher``); ``fidelities``
 are the objective's budgets, filled in from the objective by the experiment layer, so that the
 searcher's brackets and rungs are static shapes.
@@ -37,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.searcher import Searcher, SearcherOptions, positive
+from nas.core.searcher import OptionError, Searcher, SearcherOptions, positive
 
 
 @struct.dataclass
@@ -75,7 +81,11 @@ class MultiFidelityOptions(SearcherOptions):
     workers: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "fidelities", tuple(float(b) for b in self.fidelities))
+        try:
+            budgets = tuple(float(b) for b in self.fidelities)
+        except (TypeError, ValueError):
+            raise OptionError(f"option fidelities must be increasing budgets, got {self.fidelities!r}") from None
+        object.__setattr__(self, "fidelities", budgets)
         super().__post_init__()
 
     def check(self) -> None:
@@ -140,6 +150,16 @@ class MultiFidelitySearcher(Searcher):
 
     def tell(self, key: jax.Array, job: Job, score: jax.Array, state: Any) -> tuple[Any, dict]:
         raise NotImplementedError
+
+    def ask_if(self, key: jax.Array, state: Any, pred: jax.Array) -> tuple[Job, Any]:
+        """``ask`` where ``pred``, else ``state`` unchanged (the job is then not taken)."""
+        job, new = self.ask(key, state)
+        return job, jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, state)
+
+    def tell_if(self, key: jax.Array, job: Job, score: jax.Array, state: Any, pred: jax.Array) -> tuple[Any, dict]:
+        """``tell`` where ``pred``, else ``state`` unchanged (the metrics are ``tell``'s either way)."""
+        new, metrics = self.tell(key, job, score, state)
+        return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, state), metrics
 
 
 def is_multi_fidelity(searcher) -> bool:

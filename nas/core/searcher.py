@@ -18,7 +18,9 @@ names; a host study builds it from a user's values.
 
 **Options are the searcher's identity.** Each searcher declares its options as a
 frozen dataclass of plain values (``SearcherOptions`` and subclasses; a subclass
-adds fields or changes defaults, never restates the base ones). Two searchers
+adds fields or changes defaults, never restates the base ones). Every value is
+checked against the field's type, and a float option refuses NaN and infinities
+unless its field says what they mean (``metadata={NON_FINITE: "..."}``). Two searchers
 with the same class, space and options are equal: compiled programs are cached
 on them and checkpoints are fingerprinted by them (``identity``), so a run
 resumes in a new process by construction. A config entry maps one to one onto
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -57,6 +60,7 @@ import jax
 import numpy as np
 
 from spaces.base import Space
+from spaces.files import DataError
 from spaces.names import did_you_mean, lookup
 
 SEARCHERS: dict[str, type[Searcher]] = {}
@@ -73,15 +77,52 @@ class SearcherOptions:
 
     batch_size: int = 1
     max_queries: int = 150
+    # num_init random strings start the search in whole batches, below the budget (the BO loops)
+    INIT_IN_BATCHES: ClassVar[bool] = False
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
-        self.check()
+        try:
+            for f in dataclasses.fields(self):
+                object.__setattr__(self, f.name, _coerce(type(self), f, getattr(self, f.name)))
+            self.check()
+        except (OptionError, DataError):  # a file an option names keeps its own one-line class
+            raise
+        except ValueError as e:  # every refusal of a value is an OptionError: one line in every command
+            raise OptionError(str(e)) from None
 
     def check(self) -> None:
         """Raises ``ValueError`` naming the option and its allowed values; subclasses extend it."""
         positive(self, "batch_size", "max_queries")
+
+    @classmethod
+    def fit_defaults(cls, given: dict) -> dict:
+        """Values for options that ``given`` leaves out whose defaults cannot run beside it (``make_options``
+        applies them; an option the caller gives is never changed, and defaults that fit stay as they are):
+
+        - a default ``batch_size`` above ``max_queries`` becomes ``max_queries``;
+        - with ``INIT_IN_BATCHES``, a default ``num_init`` that is not a multiple of the batch or not below
+          the budget becomes the largest multiple of the batch below ``max_queries`` (one batch at least; a
+          default batch is first cut to half the budget, so that a model-based batch follows the random ones).
+        """
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        budget = given.get("max_queries", defaults["max_queries"])
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            return {}  # refused by check()
+        out = {}
+        batch = given.get("batch_size", defaults["batch_size"])
+        if "batch_size" not in given and batch > budget:
+            batch = out["batch_size"] = budget
+        init = defaults.get("num_init")
+        if cls.INIT_IN_BATCHES and "num_init" not in given and isinstance(batch, int) and batch >= 1:
+            if init % batch or init >= budget:
+                if "batch_size" not in given:
+                    batch = out["batch_size"] = min(batch, max(1, budget // 2))
+                out["num_init"] = max(batch, min(init // batch * batch, (budget - 1) // batch * batch))
+        return out
+
+
+class OptionError(ValueError):
+    """A searcher option value that cannot run (or an option the searcher does not have); the message names it."""
 
 
 def positive(options, *names: str) -> None:
@@ -113,6 +154,9 @@ def feature_kind(space: Space, requested: str, preferred: tuple[str, ...]) -> st
 
 
 _PLAIN = {"int": int, "float": float, "bool": bool, "str": str}
+# field metadata key: a float option for which inf or NaN means something (``dataclasses.field(metadata=...)``);
+# every other float option refuses them, so a typo like eta=inf never runs and is recorded as null
+NON_FINITE = "non_finite_means"
 
 
 def _coerce(cls, field: dataclasses.Field, value):
@@ -129,6 +173,8 @@ def _coerce(cls, field: dataclasses.Field, value):
         return int(value)
     if want is int and isinstance(value, bool) or not isinstance(value, want):
         raise ValueError(f"option {field.name} must be {want.__name__}, got {value!r} ({type(value).__name__})")
+    if want is float and not math.isfinite(value) and not field.metadata.get(NON_FINITE):
+        raise ValueError(f"option {field.name} must be a finite number, got {value!r}")
     return value
 
 
@@ -281,14 +327,16 @@ def check_option_names(name: str, options_cls: type[SearcherOptions], options: d
     bad = [k for k in options if k not in fields]
     if bad:
         hints = "".join(did_you_mean(k, fields) for k in bad)
-        raise ValueError(f"searcher {name!r} has no option(s) {bad}.{hints} Its options: {fields}")
+        raise OptionError(f"searcher {name!r} has no option(s) {bad}.{hints} Its options: {fields}")
     return options
 
 
 def make_options(name: str, **options) -> SearcherOptions:
-    """The options dataclass of searcher ``name`` built from config values (names and values checked)."""
+    """The options dataclass of searcher ``name`` built from config values (names and values checked); options
+    left out take their defaults, fitted to a small budget where a default cannot run (``fit_defaults``)."""
     cls = searcher_class(name).Options
-    return cls(**check_option_names(name, cls, options))
+    check_option_names(name, cls, options)
+    return cls(**{**cls.fit_defaults(options), **options})
 
 
 def make_searcher(name: str, space: Space, **options) -> Searcher:

@@ -1,4 +1,4 @@
-"""Exact uniform draws over the strings not yet queried, for spaces whose string ids are grid rows.
+"""Exact uniform draws over the configurations not yet queried, for spaces whose string ids are grid rows.
 
 Where every token string is valid and ``space.string_id`` is its row in the
 product grid (``Space.ids_are_grid_rows``: NAS-Bench-201, HPOLib, any plain
@@ -15,15 +15,43 @@ candidate strings. This is sampling without replacement as in random search
 "without repeated queries" (Li & Talwalkar, 2019); the draw is uniform over the
 unseen strings, the distribution ``nas.core.dedup.fill_unique`` reaches by
 rejection from uniform proposals.
+
+Spaces whose equivalent strings share an id (``CategoricalSpace(canonical=...)``, a table of your own
+whose rows are networks with commuting layers) draw the same way over the ranks ``0 .. K-1`` of their
+``K`` configurations (``Space.configuration_ids``, sorted): ranks keep the order of the queried ids, and
+a drawn rank maps back to its id. Their programs are then as small as a plain grid's (the rejection
+loops of ``fill_unique`` compile to about 1.6x the CPU time).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nas.core.dedup import PAD, Seen, fill_unique, seen_insert
 from spaces.base import Space
+
+
+def exact(space: Space) -> bool:
+    """Unqueried configurations can be drawn as integers: string ids are grid rows, or the configurations'
+    ids are known (``Space.configuration_ids``)."""
+    return space.ids_are_grid_rows or space.configuration_ids is not None
+
+
+def configuration_ranks(space: Space):
+    """``(K, to_rank, from_rank)``: the number of configurations and the maps between string ids and their
+    ranks ``0 .. K-1`` (the identity where ids are grid rows; -1 and ``PAD`` are kept as they are)."""
+    if space.ids_are_grid_rows:
+        return space.size, (lambda ids: ids), (lambda ranks: ranks)
+    ids = space.configuration_ids
+    rank_of = np.full(space.size, -1, np.int32)
+    rank_of[ids] = np.arange(len(ids), dtype=np.int32)
+
+    def to_rank(x):
+        return jnp.where((x >= 0) & (x != PAD), jnp.asarray(rank_of)[jnp.clip(x, 0, space.size - 1)], x)
+
+    return len(ids), to_rank, lambda ranks: jnp.asarray(ids)[ranks]
 
 
 def kth_unseen(seen: Seen, r: jax.Array) -> jax.Array:
@@ -34,36 +62,39 @@ def kth_unseen(seen: Seen, r: jax.Array) -> jax.Array:
     return r + jnp.sum(member & (seen.ids - rank <= r)).astype(jnp.int32)
 
 
-def decode(space: Space, grid_id: jax.Array) -> jax.Array:
-    """int32[N]: the string whose grid row (``space.mixed_radix``) is ``grid_id``."""
-    return space.tokens_at_grid_row(grid_id)
+def decode(space: Space, rank: jax.Array) -> jax.Array:
+    """int32[N]: the string of configuration ``rank`` (``configuration_ranks``; where ids are grid rows, the
+    string whose grid row, ``space.mixed_radix``, is ``rank``)."""
+    return space.tokens_at_grid_row(configuration_ranks(space)[2](rank))
 
 
 def draw_unseen(key: jax.Array, space: Space, seen: Seen, n: int) -> tuple[jax.Array, jax.Array]:
     """``(tokens[n, N], ids[n])``: ``n`` new strings, each uniform over the strings outside ``seen`` and the
     ones drawn before it. Once the space is exhausted a draw is uniform over all strings (a repeat, which
     reports count, as ``nas.core.dedup.fill_unique``'s last resort)."""
-    if not space.ids_are_grid_rows:
+    if not exact(space):
         raise ValueError(f"{space.name}: string ids are not grid rows (constraints or equivalent strings)")
+    size, to_rank, from_rank = configuration_ranks(space)
+    seen = Seen(ids=to_rank(seen.ids), count=seen.count)  # ranks keep the order of the ids
     if n > 1:
         seen = Seen(ids=jnp.concatenate([seen.ids, jnp.full((n - 1,), PAD, jnp.int32)]), count=seen.count)
     out = []
     for i, k in enumerate(jax.random.split(key, n) if n > 1 else [key]):
-        unseen = space.size - seen.count + (seen.ids[0] < 0).astype(jnp.int32)
+        unseen = size - seen.count + (seen.ids[0] < 0).astype(jnp.int32)
         r = jax.random.randint(k, (), 0, jnp.maximum(unseen, 1))
         x = jnp.where(unseen > 0, kth_unseen(seen, r), r)
         out.append(x)
         if i < n - 1:
             seen = seen_insert(seen, x)
-    ids = jnp.stack(out)
-    return jax.vmap(lambda i: decode(space, i))(ids), ids
+    ids = from_rank(jnp.stack(out))
+    return jax.vmap(space.tokens_at_grid_row)(ids), ids
 
 
 def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int = 16) -> jax.Array:
     """tokens[n, N]: ``n`` new valid strings, each uniform over the strings not queried yet: exact integer
     draws (``draw_unseen``) where string ids are grid rows, else rounds of ``pool`` uniform samples filtered
     against ``seen`` (``nas.core.dedup.fill_unique``); the same distribution either way."""
-    if space.ids_are_grid_rows:
+    if exact(space):
         return draw_unseen(key, space, seen, n)[0]
 
     def propose(k):

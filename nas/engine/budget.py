@@ -54,9 +54,13 @@ class Budget:
     seed: int = 0
     seed_span: int = 1
     names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    option_prefix: str = ""  # how the user spells a searcher option: "config.searchers.<label>." on the command line
 
     def name(self, field: str) -> str:
         return self.names.get(field, field)
+
+    def option(self, name: str) -> str:
+        return self.names.get(name, self.option_prefix + name)
 
 
 def check_budget(budget: Budget, space=None, searcher=None, state_bytes: int | None = None) -> None:
@@ -149,22 +153,59 @@ def readable(n: float) -> str:
     return f"{n:.3g} TiB"
 
 
+def trial_bytes(searcher, max_queries: int) -> int:
+    """Bytes of one trial's run state and returned history (module docstring), shapes only."""
+    num_tokens = searcher.space.num_tokens
+    state_bytes = run_state_bytes(searcher) if hasattr(searcher, "init") else 0
+    if getattr(searcher, "multi_fidelity", False):  # MFHistory: a row per evaluation, 3 more 4-byte fields
+        return state_bytes + history_bytes(num_tokens, searcher.max_evaluations) + 12 * searcher.max_evaluations
+    return state_bytes + history_bytes(num_tokens, max_queries)
+
+
+def sizing_options(searcher, max_queries: int, per_trial: int) -> list[str]:
+    """The searcher's integer options above their defaults whose default would at least halve a trial's
+    memory: what to lower when one trial's state is the problem (workers, a population, candidates, ...)."""
+    options = getattr(searcher, "options", None)
+    if not dataclasses.is_dataclass(options) or not hasattr(searcher, "init"):
+        return []
+    found = []
+    for f in dataclasses.fields(options):
+        value, default = getattr(options, f.name), f.default
+        if f.name == "max_queries" or not isinstance(default, int) or isinstance(default, bool):
+            continue
+        if not isinstance(value, int) or value <= default:
+            continue
+        try:
+            smaller = type(searcher)(searcher.space, dataclasses.replace(options, **{f.name: default}))
+            if 2 * trial_bytes(smaller, max_queries) <= per_trial:
+                found.append(f.name)
+        except Exception:  # noqa: BLE001 - the default may not fit the other options; then it is not the cause
+            continue
+    return found
+
+
 def check_memory(budget: Budget, searcher=None, state_bytes: int | None = None) -> None:
-    """``BudgetError`` when the run's memory (module docstring) exceeds ``available_memory()``."""
+    """``BudgetError`` when the run's memory (module docstring) exceeds ``available_memory()``; the message
+    names the searcher option that sizes a trial's state when one does (``sizing_options``), else the
+    number of trials."""
     b = budget
-    if state_bytes is None:
-        num_tokens = searcher.space.num_tokens
-        state_bytes = run_state_bytes(searcher) if hasattr(searcher, "init") else 0
-        if getattr(searcher, "multi_fidelity", False):  # MFHistory: a row per evaluation, 3 more 4-byte fields
-            state_bytes += history_bytes(num_tokens, searcher.max_evaluations) + 12 * searcher.max_evaluations
-        else:
-            state_bytes += history_bytes(num_tokens, b.max_queries)
+    measured = state_bytes is None
+    if measured:
+        state_bytes = trial_bytes(searcher, b.max_queries)
     per_trial = state_bytes + 8  # and its seed key (uint32[2])
     need = b.num_trials * per_trial
     have = available_memory()
-    if have is not None and need > have:
-        raise BudgetError(
-            f"the run needs at least {readable(need)} of memory ({b.num_trials:,} trials x {readable(per_trial)} "
-            f"of run state: searcher state, history, never-re-query set), more than the {readable(have)} available; "
-            f"lower {b.name('num_trials')} (or {b.name('max_queries')})"
-        )
+    if have is None or need <= have:
+        return
+    culprits = sizing_options(searcher, b.max_queries, per_trial) if measured else []
+    if culprits:
+        fix = f"lower {' or '.join(b.option(c) for c in culprits)} (it sizes each trial's state)"
+    elif b.num_trials > 1 and per_trial <= have:
+        fix = f"lower {b.name('num_trials')} (or {b.name('max_queries')})"
+    else:
+        fix = f"lower {b.name('max_queries')} or the searcher's options (one trial alone does not fit)"
+    raise BudgetError(
+        f"the run needs at least {readable(need)} of memory ({b.num_trials:,} trials x {readable(per_trial)} "
+        f"of run state: searcher state, history, never-re-query set), more than the {readable(have)} available; "
+        + fix
+    )

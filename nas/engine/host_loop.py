@@ -188,14 +188,22 @@ def incumbent_stats(
 
 
 def show_progress(
-    label: str, done: int, total: int, queries: int, elapsed: float, unit: str = "chunks", part: float = 0.0
+    label: str,
+    done: int,
+    total: int,
+    queries: float,
+    elapsed: float,
+    unit: str = "chunks",
+    part: float = 0.0,
+    what: str = "queries",
 ) -> None:
     """One progress line on stderr, redrawn in place (a newline when ``done == total``); ``part``: the
-    fraction of the unit under way that is done (a group of peer seeds, query by query)."""
+    fraction of the unit under way that is done (a group of peer seeds, query by query); ``queries``: what
+    each seed has done (``what``: a multi-fidelity run counts its evaluations, a mean over seeds)."""
     width = 24
     fill = int(width * (done + part) / max(total, 1))
     bar = "#" * fill + "-" * (width - fill)
-    sys.stderr.write(f"\r{label:>24s} [{bar}] {done}/{total} {unit}, {queries} queries/seed, {elapsed:6.1f} s")
+    sys.stderr.write(f"\r{label:>24s} [{bar}] {done}/{total} {unit}, {queries:.0f} {what}/seed, {elapsed:6.1f} s")
     _bar_open[0] = done != total
     if done == total:
         sys.stderr.write("\n")
@@ -223,7 +231,8 @@ def run_chunked(
     ``max_chunks`` stopped the run early (an interruption: the checkpoint holds
     the state and a later call with the same ``ckpt_path`` resumes).
     ``on_chunk(info)`` receives after each chunk, before its checkpoint is
-    written: ``chunk``, ``num_chunks``, ``step``, ``queries`` (per seed),
+    written: ``chunk``, ``num_chunks``, ``step``, ``queries`` (per seed; a multi-fidelity run: history rows,
+    and ``evaluations_mean``, the evaluations finished, and ``resource_spent_mean``),
     ``elapsed_s``, ``metrics`` (the searcher's metrics at the chunk's last step,
     mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
     ``report``). A caller that records these lines keyed by ``step`` loses none
@@ -252,8 +261,17 @@ def run_chunked(
             compile_ahead([(program, (keys, state, objective))], name, notice and not new_searcher)
     t0 = t_saved = time.perf_counter()
     done_now = 0
-    if progress and is_lead() and first is not None:  # the bar at once: a first chunk can run for minutes
-        show_progress(name, first, num_chunks, queries_done(searcher, step), 0.0)
+    mf = is_multi_fidelity(searcher)
+    what = "evaluations" if mf else "queries"
+
+    def done_per_seed(state, step):  # a multi-fidelity run: finished evaluations (mean), not history rows
+        # every process takes part (the gather); only process 0 draws
+        return evaluations_done(gather_seeds(state.history.fidelity)) if mf else queries_done(searcher, step)
+
+    if progress and first is not None:  # the bar at once: a first chunk can run for minutes
+        done = done_per_seed(state, step)
+        if is_lead():
+            show_progress(name, first, num_chunks, done, 0.0, what=what)
     for c in range(num_chunks):
         lo, hi = bounds[c], bounds[c + 1]
         if hi <= step:
@@ -268,7 +286,6 @@ def run_chunked(
         state, chunk_metrics = program(keys, state, objective)
         step = hi
         done_now += 1
-        mf = is_multi_fidelity(searcher)
         queries = queries_done(searcher, step)
         if on_chunk is not None:
             h = state.history
@@ -286,16 +303,25 @@ def run_chunked(
             info.update(incumbent_stats(score, rep, queries, report, getattr(objective, "has_test", True)))
             if mf:
                 info["resource_spent_mean"] = float(np.mean(gather_seeds(state.spent)))
+                info["evaluations_mean"] = evaluations_done(gather_seeds(h.fidelity))
             on_chunk(info)
         if ckpt_path is not None and c < num_chunks - 1:  # the last chunk's state becomes the history
             # process 0's clock decides for every process: the save gathers the state from all of them
             if from_lead(np.bool_(time.perf_counter() - t_saved >= CHECKPOINT_EVERY_S)):
                 save_checkpoint(ckpt_path, state, fprint)
                 t_saved, saved = time.perf_counter(), step
-        if progress and is_lead():
-            show_progress(name, c + 1, num_chunks, queries, time.perf_counter() - t0)
+        if progress:
+            done = done_per_seed(state, step)
+            if is_lead():
+                show_progress(name, c + 1, num_chunks, done, time.perf_counter() - t0, what=what)
     history = state.history if is_multi_fidelity(searcher) else state.history.first(searcher.max_queries)
     return history if jax.process_count() == 1 else gather_seeds(history)
+
+
+def evaluations_done(fidelity: np.ndarray) -> float:
+    """Finished evaluations per seed, mean over seeds, of multi-fidelity histories (``fidelity`` int[S, E], -1
+    on the rows no evaluation reached)."""
+    return float(np.mean(np.sum(np.asarray(fidelity) >= 0, axis=-1)))
 
 
 def queries_done(searcher: Searcher, step: int) -> int:

@@ -155,11 +155,16 @@ def fill_workers(
         _, wk, spent, blocked, _ = carry
         return jnp.any(~wk.busy) & (spent < searcher.max_resource) & ~blocked
 
-    def ask_one(carry):
+    def ask_one(carry, pred=None):
         s, wk, spent, blocked, new = carry
         w = jnp.argmax(~wk.busy)  # the idle worker with the lowest index
-        job, s = searcher.ask(jax.random.fold_in(k_ask, w), s)  # a no-job ask may still update the state
-        take = job.ok
+        k_w = jax.random.fold_in(k_ask, w)
+        if pred is None:  # inside the loop: every trip asks (a no-job ask may still update the state)
+            job, s = searcher.ask(k_w, s)
+            pred = jnp.bool_(True)
+        else:
+            job, s = searcher.ask_if(k_w, s, pred)
+        take = job.ok & pred
         res = charged_resource(searcher.budgets, job.fidelity, job.parent, continues)
         job_w = jax.tree.map(lambda x: x[w], wk.job)
         wk = wk.replace(
@@ -167,10 +172,14 @@ def fill_workers(
             busy=wk.busy.at[w].set(wk.busy[w] | take),
             resource=wk.resource.at[w].set(jnp.where(take, res, wk.resource[w])),
         )
-        return s, wk, spent + jnp.where(take, res, 0.0), blocked | ~take, new.at[w].set(new[w] | take)
+        blocked = blocked | (pred & ~job.ok)
+        return s, wk, spent + jnp.where(take, res, 0.0), blocked, new.at[w].set(new[w] | take)
 
     init = (state.searcher, state.workers, state.spent, jnp.bool_(False), jnp.zeros((searcher.workers,), bool))
-    s, wk, spent, _, new = jax.lax.while_loop(can_ask, ask_one, init)
+    # the first ask outside the loop, masked: under vmap a loop trip selects between the old and new carry
+    # for every seed, a pass over the whole searcher state; most steps need one ask (one result came in)
+    first = ask_one(init, can_ask(init))
+    s, wk, spent, _, new = jax.lax.while_loop(can_ask, ask_one, first)
     jobs = wk.job.replace(fidelity=jnp.where(new, wk.job.fidelity, -1))  # old rows: fidelity -1 (cheap, masked)
     res = _query(objective, k_query, jobs, searcher.num_fidelities)
     cost = res["cost"]
@@ -198,8 +207,7 @@ def complete_next(
     job = jax.tree.map(lambda x: x[w], wk.job)
     result = {"valid": wk.valid[w][None], **{k: v[w][None] for k, v in wk.metrics.items()}}
     score = wk.valid[w] if searcher.num_objectives == 1 else told_scores(searcher, result, objective, metrics)[0]
-    s_new, metrics = searcher.tell(key, job, score, state.searcher)
-    s = _select(any_busy, s_new, state.searcher)
+    s, metrics = searcher.tell_if(key, job, score, state.searcher, any_busy)
     h, t = state.history, state.step
     row = {
         "tokens": job.tokens, "fidelity": job.fidelity, "score": wk.valid[w], "report_score": wk.test[w],

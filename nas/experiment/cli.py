@@ -4,9 +4,12 @@
 config-file mistakes (a misspelt ``--config.x``, a missing config file, a
 ``get_config(arg)`` that rejects its argument, a value of the wrong type) into
 one line ``config error: ...``, and turns the library's own errors raised by
-``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``) into
-``config error: ...`` / ``data error: ...`` / ``checkpoint error: ...`` / ``disk full: ...``,
-all with exit code 2. Any other exception is a bug and keeps its traceback.
+``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``,
+``MissingPackageError``, absl's ``UsageError``) into ``config error: ...`` / ``data error: ...`` /
+``checkpoint error: ...`` / ``disk full: ...`` / ``missing package: ...`` / ``usage error: ...``, all
+with exit code 2. A path the system refuses (permission denied, a read-only file system, a folder
+where a file belongs or the reverse) is ``file error: <path>: <reason>``. Any other exception is a
+bug and keeps its traceback.
 
 Quiet by default: a run logs warnings and errors only. ``--verbosity=0`` (or higher) shows the
 INFO lines too (JAX's backend probing, e.g. ``Unable to initialize backend 'tpu'``, and how the
@@ -15,18 +18,24 @@ seeds split over devices); ``--verbosity=1`` adds debug lines (absl's levels).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable
 
 from absl import app, flags
 
+from nas.core.searcher import OptionError
+from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError
 from nas.experiment.config import ConfigError
+from spaces.files import FULL_DISK, DataError, DiskFullError, MissingPackageError, disk_full
+from spaces.names import UnknownName
 
-__all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded"]
-from spaces.files import FULL_DISK, DataError, DiskFullError, disk_full
+__all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run", "parse_flags", "guarded",
+           "output_file", "output_folder"]  # fmt: skip
 
 # where the train commands keep JAX's persistent compilation cache unless told otherwise
 DEFAULT_COMPILATION_CACHE = os.environ.get(
@@ -93,7 +102,22 @@ ERRORS = (
     (DataError, "data error"),
     (CheckpointError, "checkpoint error"),
     (DiskFullError, "disk full"),
+    (MissingPackageError, "missing package"),
+    (app.UsageError, "usage error"),
+    # the library's refusals of a name, an option value or a budget given on the command line
+    (UnknownName, "config error"),
+    (OptionError, "config error"),
+    (BudgetError, "config error"),
 )
+# what the system says about a path the user gave (not a bug of the code: the path or its permissions)
+REFUSED_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
+                errno.ELOOP}  # fmt: skip
+
+
+def path_refused(e: OSError) -> str:
+    """The one line of an ``OSError`` the system raised for a path: which path, why, and what to do."""
+    where = e.filename if e.filename is not None else "?"
+    return f"{where}: {e.strerror or e}; give a path you can use (a file where a file goes) or change its permissions"
 
 
 def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], int | None]:
@@ -111,8 +135,54 @@ def guarded(main: Callable[[list[str]], int | None]) -> Callable[[list[str]], in
             kind = next(k for cls, k in ERRORS if isinstance(e, cls))
             sys.stderr.write(f"\n{kind}: {' '.join(str(e).split())}\n")
             return 2
+        except OSError as e:
+            if e.errno not in REFUSED_PATH or e.filename is None:
+                raise
+            sys.stderr.write(f"\nfile error: {path_refused(e)}\n")
+            return 2
 
     return wrapped
+
+
+def output_file(path: str, flag: str, example: str = "") -> str:
+    """``path`` (``--flag``'s value) as an absolute path a file can be written to, or a ``ConfigError``
+    saying why not (a folder, a file where a folder belongs, a folder that cannot be written); checked
+    before any work is done."""
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.isdir(full):
+        name = f", e.g. {os.path.join(path, example)}" if example else ""
+        raise ConfigError(f"--{flag}={path} is a folder; give the path of the file to write{name}")
+    parent = os.path.dirname(full)
+    while not os.path.exists(parent):  # the nearest existing folder: the missing ones are created
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ConfigError(f"--{flag}={path}: {parent} is a file, not a folder; give a path under a folder")
+    try:  # a real write, not os.access: root passes every permission check, a read-only mount does not
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"--{flag}={path}: cannot write in {parent} ({e.strerror or e}); give a path in a folder you can write"
+        ) from e
+    return full
+
+
+def output_folder(path: str, flag: str, off: str = "") -> str:
+    """``path`` (``--flag``'s value) as a folder that exists and can be written (created if missing), or a
+    ``ConfigError`` saying why not; ``''`` stays ``''`` (the feature off). ``off`` says how to turn it off."""
+    if not path:
+        return path
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ConfigError(f"--{flag}={path} is a file, not a folder; give a folder{off}")
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.TemporaryFile(dir=full):
+            pass
+    except OSError as e:
+        why = e.strerror or e
+        raise ConfigError(f"--{flag}={path}: cannot write in it ({why}); give a folder you can write{off}") from e
+    return full
 
 
 def run(main: Callable[[list[str]], int | None]) -> None:

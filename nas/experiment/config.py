@@ -219,6 +219,7 @@ def check_run_budget(config, label: str, space=None, searcher=None, seed_span: i
             **{f: f"config.{f}" for f in ("num_trials", "max_queries", "seed")},
             "batch_size": f"config.searchers.{label}.batch_size",
         },
+        option_prefix=f"config.searchers.{label}.",
     )
     try:
         check_budget(budget, space, searcher)
@@ -301,10 +302,19 @@ def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None
 
 
 def build_benchmark(config):
+    """The config's objective; a loader's refusal of an option value is a ConfigError naming the benchmark
+    and the options it was given (a data file's problem stays a DataError)."""
     from spaces.benchmarks.registry import make_benchmark
 
     cfg = to_dict(config)
-    return make_benchmark(cfg["benchmark"], **benchmark_kwargs(cfg))
+    kwargs = benchmark_kwargs(cfg)
+    try:
+        return make_benchmark(cfg["benchmark"], **kwargs)
+    except DataError:
+        raise
+    except (TypeError, ValueError) as e:
+        given = {k: v for k, v in kwargs.items() if k != "protocol"}
+        raise ConfigError(f"config.benchmark {cfg['benchmark']!r} with options {given}: {e}") from e
 
 
 def build_searcher(config, label: str, space, fidelities: tuple[float, ...] | None = None) -> Searcher:

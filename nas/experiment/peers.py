@@ -82,13 +82,14 @@ import numpy as np
 from nas.core.multi_fidelity import MultiFidelityOptions, MultiFidelitySearcher
 from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
 from nas.engine import checkpoint
-from nas.engine.host_loop import compile_ahead, incumbent_stats, show_progress
+from nas.engine.host_loop import compile_ahead, evaluations_done, incumbent_stats, show_progress
 from nas.engine.incumbent import top_fidelity_score
 from nas.engine.multi_fidelity_runner import MFHistory
 from nas.engine.runner import INIT_FOLD, History
 from nas.experiment import syne_tune_peer
 from spaces.base import Space
 from spaces.benchmarks.metrics import objective_vector
+from spaces.files import MissingPackageError
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
 
@@ -145,7 +146,7 @@ def import_optuna():
     try:
         import optuna
     except ImportError as e:
-        raise ImportError(
+        raise MissingPackageError(
             "the 'tpe' peer needs Optuna, an optional dependency: pip install optuna (see requirements-dev.txt)"
         ) from e
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -458,8 +459,10 @@ def run_peer(
             on_chunk(info)
         if ckpt_path is not None:
             checkpoint.save(ckpt_path, state, fprint)
-        if progress:
-            show_progress(name, c + 1, groups, q, time.perf_counter() - t0, unit="seed groups")
+        if progress:  # a multi-fidelity peer counts its evaluations (mean over the seeds run so far)
+            done = evaluations_done(state["fidelity"][:hi]) if mf else q
+            show_progress(name, c + 1, groups, done, time.perf_counter() - t0, unit="seed groups",
+                          what="evaluations" if mf else "queries")  # fmt: skip
     sys.stderr.flush()
     if mf:
         return MFHistory(**{k: state[k] for k in HISTORY + ("fidelity", "resource", "finish")})

@@ -6,7 +6,9 @@ figure is the incumbent's test score converted by ``benchmark.report`` (error
 in % for accuracy tables, MSE for HPOLib), or its seed-mean validation score
 where the table has no test split, and the summary says which. Statistics
 over trials: mean, std (population std, ``ddof=0``), median and quartiles at
-fixed query counts.
+fixed query counts. The text tables (``nas.experiment.tables``, re-exported
+here) print mean +- std or mean +- s.e. and say which; cost and wall-clock are
+in the objective's ``cost_unit``.
 
 Everything is written atomically (``spaces.files``).
 """
@@ -23,6 +25,7 @@ import numpy as np
 
 from nas.engine.incumbent import incumbent_scores
 from nas.experiment import cost_axis
+from nas.experiment.tables import SPREADS, cost_unit, format_budget_table, format_table, spread_cell  # noqa: F401
 from spaces.benchmarks.objective import fidelity_budgets
 from spaces.files import save_figure, write_text_atomic
 
@@ -107,6 +110,7 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
             "options": options.get(label, {}), **searcher_summary(curves[label], points),
             **cost_axis.spent_at(axes, points),
             "budget": cost_axis.budget_summary(axes, max_queries, benchmark.report, workers),
+            "multi_fidelity": cost_axis.is_multi_fidelity_history(h),
         }  # fmt: skip
     best = benchmark.best_valid()
     split = split_name(benchmark)
@@ -127,6 +131,7 @@ def build_summary(benchmark, histories: dict[str, dict], options: dict[str, dict
         "table_best_valid_reported": oracle,
         "fidelities": list(getattr(benchmark, "fidelities", ()) or ()),
         "fidelity_unit": getattr(benchmark, "fidelity_unit", ""),
+        "cost_unit": getattr(benchmark, "cost_unit", ""),
         "cost_note": (
             "budget: max_queries full evaluations (top-fidelity trainings); the incumbent is the best top-fidelity "
             "result whose compute fits in each fraction of it; cost_mean: the objective's cost spent by then "
@@ -198,47 +203,73 @@ def plot_curves(
 
 def curves_figure(curves: dict[str, np.ndarray], summary: dict, band=(0.25, 0.75), compute: dict | None = None):
     """The incumbent's reported metric vs queries: median line and a quantile band per searcher, the table's
-    best-validation configuration as a dashed line where known (a ``matplotlib.figure.Figure``: no pyplot
+    best-validation configuration as a dotted line where known (a ``matplotlib.figure.Figure``: no pyplot
     state, and pyplot's import is not paid).
 
     ``compute`` (``compute_curves``; configs with fidelities or parallel workers) adds a panel per compute
-    axis: the same metric against the objective's summed cost and against simulated wall-clock, and the
-    first panel's x axis counts full evaluations."""
+    axis: the same metric against the objective's summed cost and against simulated wall-clock (in its cost
+    unit), and the first panel's x axis counts full evaluations (of the top budget). Where multi-fidelity
+    and single-fidelity searchers share a plot, the multi-fidelity ones come first with solid lines, the
+    others dashed, each group under its own legend heading."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     panels = [("queries", None, curves)] + [(name, grid, c) for name, (grid, c) in (compute or {}).items()]
     fig = Figure(figsize=(6.4 * len(panels), 4.4), dpi=120)
     ref = summary.get("table_best_valid_reported")
+    groups = searcher_groups(summary, list(curves))
     for ax, (xlabel, grid, panel) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
         positive = True
-        lows, highs = [], []
-        for label, c in panel.items():
-            c = np.where(np.isfinite(c), c, np.nan)
-            x = np.arange(1, c.shape[1] + 1) if grid is None else grid
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # points before any incumbent: nan
-                med = np.nanmedian(c, 0)
-                lo, hi = np.nanquantile(c, band[0], 0), np.nanquantile(c, band[1], 0)
-            positive &= bool(np.nanmin(lo) > 0)
-            (line,) = ax.plot(x, med, label=f"{label} (n={c.shape[0]})")
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-            lows.append(lo)
-            highs.append(hi)
+        lows, highs, handles = [], [], []
+        for heading, labels, style in groups:
+            if heading:
+                handles.append(Line2D([], [], linestyle="none", label=heading))
+            for label in labels:
+                c = np.where(np.isfinite(panel[label]), panel[label], np.nan)
+                x = np.arange(1, c.shape[1] + 1) if grid is None else grid
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # points before any incumbent: nan
+                    med = np.nanmedian(c, 0)
+                    lo, hi = np.nanquantile(c, band[0], 0), np.nanquantile(c, band[1], 0)
+                    positive &= bool(np.nanmin(lo) > 0)
+                (line,) = ax.plot(x, med, linestyle=style, label=f"{label} (n={c.shape[0]})")
+                ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+                lows.append(lo)
+                highs.append(hi)
+                handles.append(line)
         log = positive and "MSE" in summary["metric"]  # HPOLib MSE spans decades
         if log:
             ax.set_yscale("log")
         line_at = ref if ref is not None and np.isfinite(ref) and (ref > 0 or not log) else None
         if line_at is not None:
-            ax.axhline(line_at, color="0.3", linestyle="--", linewidth=0.9, label=reference_label(line_at))
+            handles.append(
+                ax.axhline(line_at, color="0.3", linestyle=":", linewidth=0.9, label=reference_label(line_at))
+            )
         limits = y_range(lows, highs, line_at, log)
         if limits is not None:
             ax.set_ylim(*limits)
-        ax.set_xlabel(xlabel if compute is None or grid is not None else "compute (full evaluations)")
+        ax.set_xlabel(xlabel if compute is None or grid is not None else full_evaluations_label(summary))
         ax.set_ylabel(y_label(summary), fontsize=9)
         ax.set_title(plot_title(summary, band), fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(handles=handles, fontsize=7)
     return fig
+
+
+def searcher_groups(summary: dict, labels: list[str]) -> list[tuple[str, list[str], str]]:
+    """``[(legend heading, labels, line style)]``: multi-fidelity searchers (solid) apart from single-fidelity
+    ones (dashed) where a plot has both; otherwise one group without a heading, solid."""
+    mf = [lb for lb in labels if summary["searchers"].get(lb, {}).get("multi_fidelity", False)]
+    sf = [lb for lb in labels if lb not in mf]
+    if not mf or not sf:
+        return [("", labels, "-")]
+    return [("multi-fidelity searchers", mf, "-"), ("single-fidelity searchers", sf, "--")]
+
+
+def full_evaluations_label(summary: dict) -> str:
+    """The compute panel's x axis: full evaluations, of the top budget where the objective has fidelities."""
+    fids, unit = summary.get("fidelities") or (), summary.get("fidelity_unit", "")
+    return f"compute (full evaluations of {fids[-1]:g} {unit})" if fids else "compute (full evaluations)"
 
 
 def compute_curves(benchmark, histories: dict[str, dict], summary: dict, num: int = 120) -> dict | None:
@@ -251,7 +282,8 @@ def compute_curves(benchmark, histories: dict[str, dict], summary: dict, num: in
     budgets = fidelity_budgets(benchmark)
     axes = {label: cost_axis.running_axes(h, budgets[-1], len(budgets)) for label, h in histories.items()}
     out = {}
-    for axis, name in (("cost", "cost (summed, objective's units)"), ("clock", "simulated wall-clock")):
+    unit = cost_unit(summary)
+    for axis, name in (("cost", f"cost (summed, {unit})"), ("clock", f"simulated wall-clock ({unit})")):
         if axis == "clock" and max(workers) == 1:
             continue  # sequential: the wall-clock is the summed cost
         end = max(
@@ -261,56 +293,6 @@ def compute_curves(benchmark, histories: dict[str, dict], summary: dict, num: in
         grid = np.linspace(0.0, end, num + 1)[1:]
         out[name] = (grid, {lb: benchmark.report(cost_axis.incumbent_at(a, axis, grid)) for lb, a in axes.items()})
     return out
-
-
-def format_table(summary: dict, at=None) -> str:
-    """Markdown table: mean +- std of the reported metric at the given query counts.
-
-    Default columns: a third, two thirds and all of the budget (50/100/150 for 150 queries),
-    snapped to the reported query points; 4 significant digits (MSEs near 1e-5 stay readable).
-    A config on a benchmark with fidelities gets the compute table (``format_budget_table``).
-    """
-    if summary.get("fidelities") and at is None:
-        return format_budget_table(summary)
-    points = summary["searchers"][next(iter(summary["searchers"]))]["queries"] if summary["searchers"] else []
-    if at is None:
-        m = summary["max_queries"]
-        at = sorted({min(points, key=lambda p, q=q: abs(p - q)) for q in (m / 3, 2 * m / 3, m)}) if points else [m]
-    at = [q for q in at if q <= summary["max_queries"]] or [summary["max_queries"]]
-    head = f"| searcher | {' | '.join(f'{q} queries' for q in at)} | trials | protocol |"
-    lines = [head, "|" + "---|" * (len(at) + 3)]
-    for label, s in summary["searchers"].items():
-        cells = []
-        for q in at:
-            if q in s["queries"]:
-                i = s["queries"].index(q)
-                cells.append(f"{s['mean'][i]:.4g} +- {s['std'][i]:.2g}")
-            else:
-                cells.append("-")
-        lines.append(f"| {label} | {' | '.join(cells)} | {s['num_trials']} | {summary['protocol']} |")
-    return f"{summary['metric']} of the incumbent ({summary['benchmark']})\n" + "\n".join(lines)
-
-
-def format_budget_table(summary: dict) -> str:
-    """Markdown table: the reported metric (mean +- std) at 10/25/50/100 % of the compute budget, and the
-    cost and simulated wall-clock each searcher spent on the whole budget (mean over trials)."""
-    first = next(iter(summary["searchers"].values()))["budget"]
-    fracs = [f"{int(round(f * 100))} %" for f in first["fractions"]]
-    head = f"| searcher | workers | {' | '.join(fracs)} | cost at 100 % | wall-clock at 100 % | trials |"
-    lines = [head, "|" + "---|" * (len(fracs) + 5)]
-    for label, s in summary["searchers"].items():
-        b = s["budget"]
-        cells = []
-        for mean, std, n in zip(b["mean"], b["std"], b["trials_with_incumbent"]):
-            cells.append(f"{mean:.4g} +- {std:.2g}" + ("" if n == s["num_trials"] else f" ({n} with one)"))
-        spent = f"{b['cost_mean'][-1]:.4g} | {b['wallclock_mean'][-1]:.4g}"
-        lines.append(f"| {label} | {b['workers']} | {' | '.join(cells)} | {spent} | {s['num_trials']} |")
-    unit = summary.get("fidelity_unit", "")
-    top = summary["fidelities"][-1] if summary.get("fidelities") else 1
-    return (
-        f"{summary['metric']} of the incumbent ({summary['benchmark']}) against compute: budget "
-        f"{summary['max_queries']} full evaluations ({top:g} {unit} each)\n" + "\n".join(lines)
-    )
 
 
 def missing_test_data_hint(benchmark: str) -> str:

@@ -65,6 +65,7 @@ from nas.core.multi_fidelity import MultiFidelityOptions, MultiFidelitySearcher
 from nas.core.searcher import one_of
 from nas.engine.multi_fidelity_runner import QUERY_FOLD
 from nas.engine.runner import INIT_FOLD
+from spaces.files import MissingPackageError
 
 INSTALL_HINT = (
     "the 'syne_tune' peer needs Syne Tune, an optional dependency: pip install dill sortedcontainers "
@@ -102,7 +103,7 @@ def import_syne_tune():
         import syne_tune  # noqa: F401
         from syne_tune.blackbox_repository.simulated_tabular_backend import UserBlackboxBackend  # noqa: F401
     except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
+        raise MissingPackageError(INSTALL_HINT) from e
     logging.getLogger("syne_tune").setLevel(logging.ERROR)
 
 

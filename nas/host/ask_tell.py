@@ -25,6 +25,14 @@ batch are told (its ``tell`` takes the whole batch). A trial handed out and
 never told (its evaluation crashed) is evaluated again by the next
 ``optimize``; ``study.pending()`` lists such trials.
 
+Trainings of your own (docs/tuner.md): a multi-fidelity searcher (``Study(space, "asha",
+fidelities=[1, 3, 9, 27])``) makes this a ``nas.host.mf_study.MultiFidelityStudy``, whose trials carry a
+budget and the checkpoint they continue; ``pruner="asha"`` or ``"hyperband"`` (``nas.host.pruning``,
+with ``fidelities``) prunes trainings in place, the objective then getting the trial
+(``trial.report``, ``trial.should_prune``); ``optimize(..., n_workers=W, backend=...)`` runs trials on
+workers (``nas.host.workers``); ``storage=`` keeps a journal that ``Study.load`` resumes
+(``nas.host.study_base``).
+
 Values: a real number (int or float), or None for a failed evaluation (the
 searcher sees ``-inf``, the score of an invalid string, and the trial never
 becomes the best). ``direction="minimize"`` feeds ``-value`` to the searchers
@@ -50,10 +58,7 @@ cache (``nas.engine.devices.enable_compilation_cache``) keeps the programs acros
 from __future__ import annotations
 
 import copy
-import dataclasses
-import functools
 import math
-import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,28 +67,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.searcher import Searcher, available_searchers, make_options, make_searcher, searcher_class
+from nas.core.searcher import available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
-from nas.engine.host_loop import compiled
-from nas.engine.runner import INIT_FOLD
+from nas.host.programs import program_space, study_programs
+from nas.host.pruning import make_pruner
+from nas.host.study_base import StudyBase
+from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, is_nonfinite, now
+from nas.host.workers import make_backend, run_trials
 from spaces.base import CategoricalSpace, Space
+from spaces.params import declared_space, is_declared
 
 
-@dataclasses.dataclass
-class Trial:
-    number: int
-    tokens: np.ndarray  # int32[N]
-    params: Any  # space.to_spec(tokens): {name: value} for a dict space
-    value: float | None = None
-    state: str = "pending"  # "pending" | "complete" | "failed"
-
-
-def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> Space:
-    """A Space as is, or a CategoricalSpace from ``{name: [values, ...]}``."""
+def make_space(space: Space | dict[str, Any], name: str = "study") -> Space:
+    """A Space as is; from a dict with ``spaces.params`` declarations (``{"lr": Float(1e-5, 1e-1, log=True),
+    "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace``; else a CategoricalSpace from ``{name: [values]}``."""
     if isinstance(space, Space):
         return space
     if not isinstance(space, dict) or not space:
-        raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...]}")
+        raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...] | Float | Int}")
+    if is_declared(space):
+        return declared_space(space, name)
     for k, v in space.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
             raise ValueError(f"hyperparameter {k!r}: give a non-empty list of values, got {v!r}")
@@ -97,49 +100,6 @@ def make_space(space: Space | dict[str, Sequence[Any]], name: str = "study") -> 
     return CategoricalSpace(name, space)
 
 
-@functools.lru_cache(maxsize=64)
-def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
-    """One space object per shape: searchers on it compare equal, so their programs are shared."""
-    return CategoricalSpace("study_grid", {f"h{i}": list(range(c)) for i, c in enumerate(cardinalities)})
-
-
-def program_space(space: Space) -> Space:
-    """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
-    whose jittable methods depend on its cardinalities alone, the shared space of that shape."""
-    plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
-    return _grid_space(tuple(space.cardinalities)) if plain else space
-
-
-def study_programs(searcher: Searcher) -> tuple:
-    """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
-    searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
-    ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
-    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
-    opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
-    init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
-
-    def init(key):
-        return searcher.init(jax.random.fold_in(key, INIT_FOLD))
-
-    def ask(key, step, state):
-        k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, step), 3)
-        tokens, state = searcher.ask(k_ask, state)
-        return tokens, state, k_tell
-
-    return (
-        compiled(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
-        compiled(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
-        compiled(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
-    )
-
-
-def _is_nonfinite(value) -> bool:
-    try:
-        return not math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False  # not a number: tell() names the problem
-
-
 def _same(a, b) -> bool:
     try:
         return bool(a == b) and type(a) is type(b)
@@ -147,41 +107,47 @@ def _same(a, b) -> bool:
         return False
 
 
-def _as_value(value, number: int) -> float | None:
-    """A told value as a float (None = failed); anything but a real number or None is a clear error."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fi":
-            return float(value)
-        raise TypeError(
-            f"the value of trial {number} must be a real number (int or float) or None for a failed evaluation, "
-            f"got {value!r} ({type(value).__name__})"
-        )
-    return float(value)
+class Study(StudyBase):
+    """Optuna-style ask/tell over a registered searcher (see the module doc); a multi-fidelity searcher
+    makes it a ``nas.host.mf_study.MultiFidelityStudy``."""
 
+    kind = "single"
 
-class Study:
-    """Optuna-style ask/tell over a registered searcher (see the module doc)."""
+    def __new__(cls, *args, **kwargs):
+        searcher = args[1] if len(args) > 1 else kwargs.get("searcher", "regularized_evolution")
+        if cls is Study and isinstance(searcher, str) and getattr(searcher_class(searcher), "multi_fidelity", False):
+            from nas.host.mf_study import MultiFidelityStudy
+
+            return MultiFidelityStudy(*args, **kwargs)  # not a Study: Python does not call __init__ again
+        return super().__new__(cls)
 
     def __init__(
         self,
-        space: Space | dict[str, Sequence[Any]],
+        space: Space | dict[str, Any],
         searcher: str = "regularized_evolution",
         direction: str = "minimize",
         seed: int = 0,
         max_queries: int = 100,
+        *,
+        fidelities=None,
+        pruner=None,
+        pruned: str = "last_value",
+        storage=None,
+        directory=None,
         **searcher_kwargs,
     ):
         if direction not in ("minimize", "maximize"):
             raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
-        self.space = make_space(space)
+        self._space_arg, self.space = space, make_space(space)
         if getattr(searcher_class(searcher), "multi_fidelity", False):
-            raise ValueError(
-                f"{searcher!r} is a multi-fidelity searcher (it chooses each evaluation's budget, "
-                "nas.core.multi_fidelity); a Study runs single-fidelity searchers: "
-                f"choose one of {available_searchers()}"
-            )
+            raise ValueError(f"{searcher!r} is a multi-fidelity searcher: build it with Study(space, {searcher!r}, "
+                             f"fidelities=[...]); single-fidelity searchers: {available_searchers()}")  # fmt: skip
+        if pruned not in ("last_value", "failed"):
+            raise ValueError(f"pruned must be 'last_value' (the searcher is told a pruned trial's last reported "
+                             f"value) or 'failed' (-inf), got {pruned!r}")  # fmt: skip
+        if fidelities is not None and pruner is None:
+            raise ValueError("fidelities= are the budgets of a pruner's rungs (pruner='asha' or 'hyperband') or of a "
+                             "multi-fidelity searcher; give a pruner, or leave fidelities out")  # fmt: skip
         options = make_options(searcher, max_queries=max_queries, **searcher_kwargs)  # names and values checked
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
         self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=seed)
@@ -192,7 +158,14 @@ class Study:
         self._name = searcher
         self._kwargs = dict(searcher_kwargs)
         self.trials: list[Trial] = []
+        self.pruned = pruned
         self._build()
+        self._setup_base(storage, directory, make_pruner(pruner, fidelities))
+
+    def _settings(self) -> dict:
+        return dict(space=self._space_arg, searcher=self._name, direction=self.direction, seed=self.seed,
+                    max_queries=self.max_queries, pruner=None if self.pruner is None else self.pruner.spec(),
+                    pruned=self.pruned, directory=self.directory, **self._kwargs)  # fmt: skip
 
     def _build(self) -> None:
         self.searcher = make_searcher(self._name, self.space, max_queries=self.max_queries, **self._kwargs)
@@ -220,18 +193,16 @@ class Study:
 
     def _ask_one(self) -> Trial:
         if len(self.trials) >= self.max_queries:
-            raise RuntimeError(f"the study's budget of max_queries={self.max_queries} trials is spent")
+            raise BudgetSpent(f"the study's budget of max_queries={self.max_queries} trials is spent")
         if self._batch_tokens is None:
             self._new_batch()
         elif len(self._batch) == self.batch_size:
-            raise RuntimeError(
+            raise NoTrialNow(
                 f"all {self.batch_size} trials of the searcher's current batch are handed out; tell their values "
                 f"before asking for more (for more trials in parallel, create the Study with batch_size=...)"
             )
-        tokens = np.asarray(self._batch_tokens[len(self._batch)], np.int32)
-        trial = Trial(number=len(self.trials), tokens=tokens, params=self.space.to_spec(tokens))
+        trial = self._new_trial(np.asarray(self._batch_tokens[len(self._batch)], np.int32))
         self._batch.append(trial)
-        self.trials.append(trial)
         return trial
 
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
@@ -241,6 +212,10 @@ class Study:
         was interrupted) is handed out again by ``optimize``; ``pending()``
         lists them.
         """
+        with self._lock:
+            return self._ask(n)
+
+    def _ask(self, n):
         if n is None:
             return self._ask_one()
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
@@ -263,37 +238,47 @@ class Study:
         """Trials handed out and not yet told."""
         return [t for t in self._batch if t.state == "pending"]
 
+    def _next_trial(self, exclude) -> Trial:
+        again = [t for t in self.pending() if t.number not in exclude]
+        return again[0] if again else self.ask()
+
+    def _passes_trial(self) -> bool:
+        return self.pruner is not None
+
     # -- tell ------------------------------------------------------------------
     def tell(self, trial: Trial | int, value: float | None) -> None:
         """Records ``value`` (a real number; None = failed) for ``trial`` (a Trial or its number);
         updates the searcher when its batch is complete."""
-        if isinstance(trial, Trial):
-            t = trial
-        elif isinstance(trial, (int, np.integer)) and not isinstance(trial, bool) and 0 <= trial < len(self.trials):
-            t = self.trials[int(trial)]
-        else:
-            raise ValueError(
-                f"tell: {trial!r} is not a trial of this study (give a Trial, or a number 0..{len(self.trials) - 1})"
-            )
-        if t.state != "pending" or not any(t is b for b in self._batch):
-            raise ValueError(f"trial {t.number} is not a pending trial of this study (state {t.state!r})")
-        v = _as_value(value, t.number)
-        if v is None:
-            t.state = "failed"
-        else:
-            if not math.isfinite(v):
+        with self._lock:
+            t = self.get_trial(trial)
+            v = as_value(value, t.number)
+            if v is not None and not math.isfinite(v):
                 raise ValueError(
                     f"objective value of trial {t.number} ({t.params}) is {v}; return a finite number, "
                     "or tell(trial, None) to record a failed evaluation"
                 )
-            t.value, t.state = v, "complete"
-        self._finish_batch()
+            self._finish(t, v, "failed" if v is None else "complete", None)
+
+    def _finish(self, trial: Trial, value, state: str, cost) -> None:
+        with self._lock:
+            if trial.state != "pending" or not any(trial is b for b in self._batch):
+                raise ValueError(f"trial {trial.number} is not a pending trial of this study (state {trial.state!r})")
+            trial.value, trial.state = (None if state == "failed" else value), state
+            trial.cost = None if cost is None else float(cost)
+            trial.datetime_complete = now()
+            self._journal_tell(trial)
+            self._finish_batch()
+
+    def _score(self, trial: Trial) -> float:
+        """What the searcher is told: the value (negated to minimize), a pruned trial's last value unless
+        ``pruned='failed'``, ``-inf`` for a failed one."""
+        counts = trial.state == "complete" or (trial.state == "pruned" and self.pruned == "last_value")
+        return self._sign() * trial.value if counts and trial.value is not None else -np.inf
 
     def _finish_batch(self) -> None:
         """Tells the searcher once every trial of its batch is told."""
         if len(self._batch) == self.batch_size and all(b.state != "pending" for b in self._batch):
-            sign = -1.0 if self.direction == "minimize" else 1.0
-            scores = [sign * b.value if b.state == "complete" else -np.inf for b in self._batch]
+            scores = [self._score(b) for b in self._batch]
             scores = jnp.asarray(np.asarray(scores, np.float32))
             self._state, _ = self._tell_fn(self._k_tell, self._batch_tokens, scores, self._state)
             self._step += 1
@@ -307,8 +292,17 @@ class Study:
         batch_size: int | None = None,
         executor=None,
         catch: tuple[type[BaseException], ...] = (),
+        n_workers: int | None = None,
+        backend=None,
+        retries: int = 0,
     ) -> Study:
         """Evaluates ``fn(params)`` for ``n_trials`` trials (default: the rest of the budget; 0 = none).
+
+        With a pruner the objective gets the trial (``fn(trial)``: ``trial.params``, ``trial.report``,
+        ``trial.should_prune``, ``TrialPruned``). With ``n_workers`` or ``backend`` the trials run on workers
+        as they become free (``nas.host.workers``: ``"process"``, ``"thread"``, ``"ray"``; ``retries`` for a
+        trial whose worker died); the searcher still updates on whole batches, so give it
+        ``batch_size >= n_workers`` to keep every worker busy.
 
         ``batch_size`` sets the searcher's batch size (allowed before the first
         trial); each batch is evaluated with ``executor.submit`` when an executor
@@ -326,6 +320,7 @@ class Study:
                 )
             self._kwargs["batch_size"] = int(batch_size)
             self._build()
+            self._journal_header(reset=True)  # a journal's settings say the batch size the trials ran with
         available = self.max_queries - len(self.trials) + len(self.pending())
         if n_trials is None:
             n_trials = available
@@ -335,6 +330,12 @@ class Study:
             raise ValueError(
                 f"n_trials={n_trials} exceeds the remaining budget ({available} of max_queries={self.max_queries})"
             )
+        if n_workers is not None or backend is not None or self.pruner is not None:
+            if executor is not None:
+                raise ValueError("give either executor= (one batch at a time) or n_workers=/backend=, not both")
+            workers = make_backend(backend, 1 if n_workers is None else int(n_workers))
+            run_trials(self, fn, int(n_trials), workers, tuple(catch), int(retries))
+            return self
         done = 0
         while done < n_trials:
             trials = self.pending()[: n_trials - done]
@@ -347,7 +348,7 @@ class Study:
                 if exc is not None:
                     error = error or exc  # stays pending: evaluated again by the next optimize
                     continue
-                if value is not None and not isinstance(value, bool) and _is_nonfinite(value):
+                if value is not None and not isinstance(value, bool) and is_nonfinite(value):
                     msg = f"trial {t.number}: the objective returned {value}; recorded as a failed evaluation"
                     warnings.warn(msg, stacklevel=2)
                     value = None
@@ -383,12 +384,3 @@ class Study:
             raise ValueError("no completed trial yet")
         pick = min if self.direction == "minimize" else max
         return pick(done, key=lambda t: t.value)
-
-    @property
-    def best_params(self):
-        """The best trial's configuration, computed afresh from its tokens (edits of ``trial.params`` do not leak)."""
-        return self.space.to_spec(self.best_trial.tokens)
-
-    @property
-    def best_value(self) -> float:
-        return self.best_trial.value

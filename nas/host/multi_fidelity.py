@@ -5,19 +5,23 @@ train networks whose shapes depend on the tokens (``spaces.language.tasks``) are
 host instead: each step the searcher's jit-compiled ``ask`` proposes one job, the host evaluates it
 (``evaluate(tokens[1, N], seeds[1], fidelity[1], parent[1]) -> {"valid", "test", "cost", ...}``), and
 ``tell`` receives the validation score. With one worker the engine is sequential, and this loop is
-that engine step for step:
+that engine step for step (its bookkeeping is the multi-fidelity Study's, ``nas.host.mf_schedule``):
 
 - keys: init ``fold_in(key, INIT_FOLD)``; step ``t`` splits ``fold_in(key, t)`` into (ask, query, tell)
   keys and asks with ``fold_in(ask key, 0)`` (worker 0); every evaluation of a run trains with one
   seed, ``train_seed``, so a promotion continues the same training;
 - a job is asked while the resource spent is below the budget; an ask with no job (``ok`` False)
   leaves step ``t``'s row empty, as the engine's idle worker does;
+- a validation score that is not finite (NaN: a diverged training) is a failed evaluation: the
+  searcher is told ``-inf`` and the row records ``-inf``, never a result;
 - charges: ``resource`` is the engine's (``charged_resource``: the budget, or the difference to the
   parent's on an objective that ``continues``); ``cost`` is what ``evaluate`` says the evaluation
   spent (for a continued training, the continued part), and ``finish`` the running sum of costs.
 
 The result is an ``MFHistory`` with numpy leaves, rows in the order results arrived, the engine's
-fill after the last one (``fidelity -1``, scores ``-inf``, zero charges).
+fill after the last one (``fidelity -1``, scores ``-inf``, zero charges). For trainings of your own (several
+workers, checkpoints, a journal on disk) use the multi-fidelity Study instead (``nas.host.mf_study``,
+docs/tuner.md); this loop is what the language experiments call with a batch evaluator.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ import jax
 import numpy as np
 
 from nas.core.multi_fidelity import MultiFidelitySearcher
-from nas.engine.multi_fidelity_runner import MFHistory, charged_resource, empty_mf_history
-from nas.engine.runner import INIT_FOLD
+from nas.engine.multi_fidelity_runner import MFHistory, empty_mf_history
+from nas.host.mf_schedule import MFSchedule, charge
+from nas.host.trials import BudgetSpent
 
 
 def run_host_mf_search(
@@ -43,25 +48,24 @@ def run_host_mf_search(
     objective continues a lower fidelity's training (``objective.continues``)."""
     if searcher.workers != 1:
         raise ValueError(f"the host loop runs one worker; build the searcher with workers=1, not {searcher.workers}")
-    ask, tell = jax.jit(searcher.ask), jax.jit(searcher.tell)
-    state = searcher.init(jax.random.fold_in(key, INIT_FOLD))
+    schedule = MFSchedule(searcher, key, continues)
     rows = jax.tree.map(np.array, empty_mf_history(searcher))
-    spent, clock = np.float32(0.0), np.float32(0.0)
-    for t in range(searcher.num_steps):
-        if spent >= searcher.max_resource:
+    clock = np.float32(0.0)
+    while schedule.step < searcher.num_steps:
+        try:
+            job, slot = schedule.ask()  # idle steps (no job, nothing running) move the step on
+        except BudgetSpent:
             break  # the engine's later steps neither ask nor tell
-        k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, t), 3)
-        job, state = ask(jax.random.fold_in(k_ask, 0), state)
-        if not bool(job.ok):
-            continue
-        tokens, fidelity, parent = np.asarray(job.tokens)[None], int(job.fidelity), int(job.parent)
+        tokens, fidelity, parent = job["tokens"][None], job["fidelity"], job["parent"]
         res = evaluate(tokens, np.asarray([train_seed]), np.asarray([fidelity]), np.asarray([parent]))
         valid, test, cost = (np.float32(np.asarray(res[k]).reshape(-1)[0]) for k in ("valid", "test", "cost"))
-        resource = float(charged_resource(searcher.budgets, job.fidelity, job.parent, continues))
-        spent, clock = np.float32(spent + resource), np.float32(clock + cost)  # float32 sums, as the engine's
-        state, _ = tell(k_tell, job, valid, state)
+        if not np.isfinite(valid):  # a diverged or crashed evaluation: failed, never a result
+            valid, test = np.float32(-np.inf), np.float32(-np.inf)
+        clock = np.float32(clock + cost)  # float32 sums, as the engine's
         row = {"tokens": tokens[0], "fidelity": fidelity, "score": valid, "report_score": test, "cost": cost,
-               "resource": resource, "finish": clock}  # fmt: skip
+               "resource": charge(schedule.budgets, fidelity, parent, continues), "finish": clock}  # fmt: skip
         for name, value in row.items():
-            getattr(rows, name)[t] = value
+            getattr(rows, name)[schedule.step] = value
+        schedule.tell(job, slot, valid)
     return rows
+

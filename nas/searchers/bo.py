@@ -8,7 +8,7 @@ architectures, (2) build candidates by mutating the best queried ones
 (4) query the top ``k = batch_size``. Subclasses choose the predictor.
 
 Options (``BOOptions``):
-- ``encoding``: a feature kind of the space (``"path"``, ``"trunc_path"``,
+- ``encoding``: a feature kind of the space (``"path"``, ``"trunc_path"``, ``"ordinal"``,
   ``"adjacency"``, ``"onehot"``); ``"auto"`` = the subclass's preferred kind.
 - ``acquisition``: ``ucb | ei | pi | ts | its`` (``surrogates.acquisition``).
 - ``acq_opt``: ``"mutation"`` (the authors' ``get_candidates``:
@@ -77,6 +77,7 @@ class BOOptions(SearcherOptions):
       bucket_multiple: padded data sizes are multiples of this (fewer compiled programs).
     """
 
+    INIT_IN_BATCHES = True  # a ClassVar of SearcherOptions: num_init fits whole batches (fit_defaults)
     batch_size: int = 10
     num_init: int = 10
     encoding: str = "auto"
@@ -119,7 +120,7 @@ class BOSearcher(Searcher):
     """The batch BO loop; subclasses set ``Options``, ``PREFERRED_ENCODINGS`` and ``predict``."""
 
     Options = BOOptions
-    PREFERRED_ENCODINGS = ("path", "onehot")
+    PREFERRED_ENCODINGS = ("path", "ordinal", "onehot")  # "ordinal": order-aware HPO spaces (spaces.ordinal)
 
     def setup(self):
         self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)

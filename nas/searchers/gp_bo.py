@@ -31,4 +31,4 @@ class GPBO(BOSearcher):
     """Exact GP + EI/UCB over mutation (and/or random) candidates."""
 
     Options = GPBOOptions
-    PREFERRED_ENCODINGS = ("adjacency", "onehot")
+    PREFERRED_ENCODINGS = ("adjacency", "ordinal", "onehot")

@@ -96,12 +96,12 @@ class MFBananas(BracketSearcher):
 
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":
-            return bk.hyperband_brackets(ladder, self.options.eta)
-        return (bk.successive_halving_bracket(ladder, self.options.eta),)
+            return bk.hyperband_brackets(ladder, self.eta)
+        return (bk.successive_halving_bracket(ladder, self.eta),)
 
     def setup(self):
         super().setup()
-        self.encoding = feature_kind(self.space, self.options.encoding, ("path", "onehot"))
+        self.encoding = feature_kind(self.space, self.options.encoding, ("path", "ordinal", "onehot"))
         self.mlp = ensemble_config(self.options)
         b = self.budgets
         span = math.log(b[-1] / b[0]) if len(b) > 1 else 1.0

@@ -1,9 +1,10 @@
 """What the multi-fidelity searchers share: fresh configurations, their observations, and work done
 only on the steps that need it.
 
-- ``draw_new``: a configuration never started before, uniform over the rest of the space
-  (``nas.core.unseen_draw``); ``ok`` False once the space is exhausted. Every configuration a
-  multi-fidelity searcher starts is new, so no (configuration, fidelity) pair is evaluated twice.
+- ``draw_new`` (``draw_candidate``: without recording it): a configuration never started before,
+  uniform over the rest of the space (``nas.core.unseen_draw``); ``ok`` False once the space is
+  exhausted. Every configuration a multi-fidelity searcher starts is new, so no (configuration,
+  fidelity) pair is evaluated twice.
 - ``Observations``: every result told, in order (tokens, fidelity index, score), at a fixed capacity:
   the data of BOHB's KDEs and of the multi-fidelity BANANAS ensemble.
 - ``run_if(pred, fn, operand, fallback)``: ``fn(operand)`` where ``pred`` holds, else ``fallback``.
@@ -11,6 +12,9 @@ only on the steps that need it.
   model refit that one step in fifty needs would run every step; a ``while_loop`` of at most one trip
   runs its body only while some seed needs it (none: no work). The operand is threaded through the
   loop counter so that XLA cannot hoist the body out of the loop as loop-invariant.
+- ``first_true``, ``first_max``: ``jnp.argmax`` of a mask or of scores (the first index wins ties) as
+  plain min/max reductions: XLA's argmax is a variadic reduction, several times slower on CPU, and a
+  searcher's per-step scans over its slots pay it at every step.
 """
 
 from __future__ import annotations
@@ -21,18 +25,25 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.dedup import Seen, seen_contains, seen_insert
+from nas.core.dedup import EMPTY, Seen, seen_contains, seen_insert
 from nas.core.multi_fidelity import Job
 from nas.core.unseen_draw import uniform_unseen
+
+
+def draw_candidate(key: jax.Array, space, seen: Seen) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(tokens[N], string id, ok)``: a uniform configuration outside ``seen`` (not added to it); ``ok``
+    False when none is left. ``seen_insert(seen, jnp.where(take, id, EMPTY))`` records it where it is taken."""
+    tokens = uniform_unseen(key, space, seen, 1)[0]
+    sid = space.string_id(tokens)
+    ok = (sid >= 0) & ~seen_contains(seen, sid) & (seen.count < seen.ids.shape[0])
+    return tokens, sid, ok
 
 
 def draw_new(key: jax.Array, space, seen: Seen) -> tuple[jax.Array, jax.Array, Seen]:
     """``(tokens[N], ok, seen)``: a uniform configuration outside ``seen`` (added to it); ``ok`` False and
     ``seen`` unchanged when none is left."""
-    tokens = uniform_unseen(key, space, seen, 1)[0]
-    sid = space.string_id(tokens)
-    ok = (sid >= 0) & ~seen_contains(seen, sid) & (seen.count < seen.ids.shape[0])
-    return tokens, ok, jax.tree.map(lambda a, b: jnp.where(ok, a, b), seen_insert(seen, sid), seen)
+    tokens, sid, ok = draw_candidate(key, space, seen)
+    return tokens, ok, seen_insert(seen, jnp.where(ok, sid, EMPTY))  # EMPTY: skipped
 
 
 @struct.dataclass
@@ -85,3 +96,15 @@ def run_if(pred: jax.Array, fn: Callable, operand, fallback):
 
     trips = jnp.asarray(pred, bool).astype(jnp.int32)
     return jax.lax.while_loop(lambda c: c[0] < trips, body, (jnp.int32(0), operand, fallback))[2]
+
+
+def first_true(mask: jax.Array) -> jax.Array:
+    """``jnp.argmax(mask)`` (the first True index, 0 when none) as a min-reduction (module docstring)."""
+    n = mask.shape[-1]
+    i = jnp.min(jnp.where(mask, jnp.arange(n, dtype=jnp.int32), n), axis=-1)
+    return jnp.where(i == n, 0, i)
+
+
+def first_max(values: jax.Array) -> jax.Array:
+    """``jnp.argmax(values)`` for values without NaN (the first index of the largest) as two reductions."""
+    return first_true(values == jnp.max(values, axis=-1, keepdims=True))

@@ -16,13 +16,10 @@ Cost: when a result arrives, the fronts of its rung are updated, not recomputed
 front by front), and the crowding distances and the order recomputed: a few sorts and vector passes over
 the rung's fixed capacity ``C`` (the most configurations the budget can start) for two objectives.
 
-**Capacity.** ASHA sizes its state for ``budget / b_0`` configurations (every evaluation a new one at
-the bottom rung ``b_0``). A new configuration starts only when no promotion is possible, i.e. when the
-top ``floor(n_0 / eta)`` of the ``n_0`` bottom-rung results are all promoted already, each promotion
-charged at least ``d = b_1 - b_0``; with at most ``W`` evaluations running, the ``c``-th start needs
-``c b_0 + ((c - W) / eta - 1) d`` < budget, so ``c < (budget + d (1 + W / eta)) / (b_0 + d / eta)``
-(``capacity``): 409 instead of 2,505 configurations on NAS-Bench-201 (12 and 200 epochs, eta = 3,
-W = 4), which is what makes the per-result sorts cheap.
+**Capacity.** ASHA's state holds the configurations one run can start whatever the order results
+arrive in (``nas.searchers.brackets.asha_bounds``: 406 on NAS-Bench-201 with 12 and 200 epochs, eta = 3,
+W = 4, instead of the 2,505 that one new configuration per bottom-rung budget would take); that bound
+holds for any order of promotion, so MO-ASHA's too, and keeps its per-result sorts small.
 
 Everything else (rungs on the objective's fidelities, never evaluating a configuration twice at a
 fidelity, promotions continuing their parent's training) is ASHA's, reused from ``nas.searchers.asha``
@@ -61,13 +58,6 @@ class MOASHA(ASHA):
 
     Options = MOASHAOptions
 
-    def setup(self):
-        super().setup()
-        if len(self.ladder) > 1:  # the capacity bound of the module docstring (ASHA's when it is smaller)
-            b0, d = self.budgets[self.ladder[0]], self.budgets[self.ladder[1]] - self.budgets[self.ladder[0]]
-            eta, w = self.options.eta, self.workers
-            self.capacity = min(self.capacity, int((self.max_resource + d * (1 + w / eta)) / (b0 + d / eta)) + 2)
-
     def schedule(self, unit: str = "") -> str:
         text = super().schedule(unit)
         return f"mo_{text}; promotions by Pareto rank over {self.options.num_objectives} objectives"
@@ -85,7 +75,7 @@ class MOASHA(ASHA):
         best_k, best_slot = jnp.int32(-1), jnp.int32(0)
         for k in range(len(self.ladder) - 1):  # low to high: the highest rung with a candidate wins
             members = state.has[:, k]
-            quota = jnp.floor(jnp.sum(members) / self.options.eta).astype(jnp.int32)
+            quota = jnp.floor(jnp.sum(members) / self.eta).astype(jnp.int32)
             cand = members & (state.order[k] < quota) & ~state.promoted[:, k]
             slot = jnp.argmin(jnp.where(cand, state.order[k], jnp.iinfo(jnp.int32).max))
             found = jnp.any(cand)

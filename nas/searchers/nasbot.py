@@ -63,6 +63,7 @@ class NasbotOptions(SearcherOptions):
     gp_steps, gp_learning_rate: Adam steps and step size on the marginal likelihood (100, 0.05).
     """
 
+    INIT_IN_BATCHES = True  # a ClassVar of SearcherOptions: num_init fits whole batches (fit_defaults)
     batch_size: int = 10
     num_init: int = 10
     bucket_multiple: int = 64

@@ -21,7 +21,7 @@ from flax import struct
 
 from nas.core.dedup import Seen, fill_unique, seen_add, seen_init
 from nas.core.searcher import Searcher, SearcherOptions, positive, register
-from nas.core.unseen_draw import decode, draw_distinct_ids
+from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,13 +53,13 @@ class RandomSearch(Searcher):
     xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
 
     def setup(self):
-        self.grid_rows = self.space.ids_are_grid_rows
+        self.grid_rows = exact(self.space)  # grid rows, or configurations listed (ranks drawn as integers)
 
     def init(self, key):
         total = self.num_steps * self.batch_size
         if self.grid_rows:
             return RandomSearchState(
-                seen=None, order=draw_distinct_ids(key, self.space.size, total), asked=jnp.int32(0)
+                seen=None, order=draw_distinct_ids(key, configuration_ranks(self.space)[0], total), asked=jnp.int32(0)
             )
         return RandomSearchState(seen=seen_init(total), order=None, asked=jnp.int32(0))
 

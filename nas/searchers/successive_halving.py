@@ -7,8 +7,15 @@ schedule starts (``nas.searchers.brackets``: the paper's brackets mapped onto th
 fidelities). Brackets repeat until the compute budget is spent.
 
 - ``successive_halving``: one bracket, repeated: ``bracket`` s (-1 = the most exploratory one,
-  starting at the lowest rung), ``num_configs`` n (0 = ``eta^s``, so one configuration reaches the top).
+  starting at the lowest rung), ``num_configs`` n (0 = ``ceil(eta^s)``, so one configuration reaches
+  the top).
 - ``hyperband``: the paper's brackets s = s_max..0 in turn.
+
+The promoted configurations of a rung are dispatched best first (``promotion_order="best_first"``, the
+default of ``successive_halving``: the better ones finish first, so where several reach the top budget
+the incumbent improves earlier) or in the order they were started (``"start_order"``, the default of Hyperband, BOHB and the
+multi-fidelity BANANAS). The rung ladder: ``nas.searchers.brackets`` (``eta``, ``min_budget``,
+``max_budget``, ``anchor`` = ``"max"``, Hyperband's).
 
 Synchronous: with W > 1 workers a rung's promotions wait for the whole rung (``Job.ok`` False while
 the last results of the rung are running). A promotion names the rung below as its parent, so an
@@ -31,30 +38,27 @@ import numpy as np
 from flax import struct
 
 from nas.core.dedup import Seen, seen_init
-from nas.core.multi_fidelity import Job, MultiFidelityOptions, MultiFidelitySearcher
-from nas.core.searcher import register
+from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.core.searcher import one_of, register
 from nas.searchers import brackets as bk
 from nas.searchers.mf_observations import draw_new, run_if
 
+PROMOTION_ORDERS = ("best_first", "start_order")
+
 
 @dataclasses.dataclass(frozen=True)
-class BracketOptions(MultiFidelityOptions):
-    """Attributes (and those of ``MultiFidelityOptions``):
-    eta: the reduction factor: 1/eta of a rung is promoted (3).
-    min_budget, max_budget: the lowest and highest rung's budget, each one of the objective's
-      fidelities (0 = the lowest / the top fidelity).
+class BracketOptions(bk.RungOptions):
+    """Attributes (and those of ``RungOptions``: eta, min_budget, max_budget, anchor):
+    promotion_order: the order a completed rung's promoted configurations are dispatched in:
+      ``best_first`` (by their rank at the rung below) or ``start_order`` (the order they were started;
+      the default of Hyperband, BOHB and the multi-fidelity BANANAS, whose results it keeps).
     """
 
-    eta: float = 3.0
-    min_budget: float = 0.0
-    max_budget: float = 0.0
+    promotion_order: str = "start_order"
 
     def check(self):
         super().check()
-        if not self.eta > 1.0:
-            raise ValueError(f"eta must be > 1 (1/eta of each rung is promoted), got {self.eta}")
-        if self.min_budget < 0 or self.max_budget < 0:
-            raise ValueError("min_budget and max_budget are budgets of the objective's fidelities (0 = default)")
+        one_of(self, "promotion_order", PROMOTION_ORDERS)
 
 
 @struct.dataclass
@@ -68,6 +72,7 @@ class BracketState:
     asked: jax.Array  # bool[C]: dispatched at this rung
     told: jax.Array  # bool[C]: result in at this rung
     score: jax.Array  # f32[C]: results at this rung
+    rank: jax.Array  # int32[C]: rank at the rung below (0 = best): the dispatch order of ``best_first``
     seen: Seen  # every configuration started
     exhausted: jax.Array  # bool[]: no configuration left to start
     model: object  # a subclass's data and model (None here)
@@ -83,11 +88,8 @@ class BracketSearcher(MultiFidelitySearcher):
 
     def setup(self):
         super().setup()
-        o, b = self.options, self.budgets
-        lo = bk.fidelity_index(b, o.min_budget, "min_budget", 0)
-        hi = bk.fidelity_index(b, o.max_budget, "max_budget", len(b) - 1)
-        self.ladder = bk.rung_ladder(b, o.eta, lo, hi)
-        self.ideal = bk.ideal_budgets(b, o.eta, lo, hi)
+        self.rungs = bk.ladder_from_options(self.options, self.budgets)
+        self.ladder, self.eta, self.ideal = self.rungs.fidelities, self.rungs.eta, list(self.rungs.ideal)
         self.schedule_brackets = self.make_brackets(self.ladder)
         rmax = max(len(x) for x in self.schedule_brackets)
         fid = np.full((len(self.schedule_brackets), rmax), -1, np.int32)
@@ -101,9 +103,7 @@ class BracketSearcher(MultiFidelitySearcher):
 
     def schedule(self, unit: str = "") -> str:
         """The bracket schedule in words (the experiment prints it once); ``unit``: the fidelities' unit."""
-        return bk.describe_schedule(
-            self.registry_name, self.schedule_brackets, self.budgets, unit, self.options.eta, self.ideal
-        )
+        return bk.describe_schedule(self.registry_name, self.schedule_brackets, self.budgets, unit, self.rungs)
 
     @property
     def max_evaluations(self) -> int:
@@ -139,7 +139,8 @@ class BracketSearcher(MultiFidelitySearcher):
             bracket=jnp.int32(0), rung=jnp.int32(0), size=jnp.int32(self.rung_size[0, 0]), started=jnp.int32(0),
             tokens=jnp.zeros((c, n), jnp.int32), member=jnp.zeros((c,), bool), asked=jnp.zeros((c,), bool),
             told=jnp.zeros((c,), bool), score=jnp.full((c,), -jnp.inf, jnp.float32),
-            seen=seen_init(self.max_evaluations), exhausted=jnp.bool_(False), model=self.init_model(k_model),
+            rank=jnp.arange(c, dtype=jnp.int32), seen=seen_init(self.max_evaluations), exhausted=jnp.bool_(False),
+            model=self.init_model(k_model),
         )  # fmt: skip
 
     def _fidelity(self, state, rung):
@@ -157,7 +158,10 @@ class BracketSearcher(MultiFidelitySearcher):
         state = state.replace(size=jnp.where(dry, state.started, state.size), exhausted=state.exhausted | dry)
         state = self._advance(k_adv, state, hooks=False)  # a shrunk rung may be complete now
         waiting = state.member & ~state.asked
-        slot_p = jnp.argmax(waiting)
+        if self.options.promotion_order == "best_first":
+            slot_p = jnp.argmin(jnp.where(waiting, state.rank, state.rank.shape[0]))
+        else:  # start_order: the waiting member started first
+            slot_p = jnp.argmax(waiting)
         promote = ~want_new & (state.rung > 0) & jnp.any(waiting)
         slot = jnp.where(new_ok, state.started, slot_p)
         tokens = jnp.where(new_ok, new_tokens, state.tokens[slot_p])
@@ -202,10 +206,10 @@ class BracketSearcher(MultiFidelitySearcher):
         order = jnp.lexsort((jnp.arange(rank_by.shape[0]), -rank_by, ~state.member))
         rank = jnp.zeros_like(order).at[order].set(jnp.arange(order.shape[0]))
         full = state.size == sizes[j, state.rung]
-        shrunk = jnp.clip(jnp.floor(state.size / self.options.eta).astype(jnp.int32), 1, sizes[j, state.rung + 1])
+        shrunk = jnp.clip(jnp.floor(state.size / self.eta).astype(jnp.int32), 1, sizes[j, state.rung + 1])
         keep = jnp.where(full, sizes[j, state.rung + 1], shrunk)
         promoted = state.replace(
-            rung=state.rung + 1, size=keep, member=rank < keep, asked=jnp.zeros_like(state.asked),
+            rung=state.rung + 1, size=keep, member=rank < keep, rank=rank, asked=jnp.zeros_like(state.asked),
             told=jnp.zeros_like(state.told), score=jnp.full_like(state.score, -jnp.inf),
         )  # fmt: skip
         nb = state.bracket + 1
@@ -223,16 +227,18 @@ class BracketSearcher(MultiFidelitySearcher):
 class SuccessiveHalvingOptions(BracketOptions):
     """Attributes (and those of ``BracketOptions``):
     bracket: s, the bracket repeated (-1 = the one starting at the lowest rung).
-    num_configs: n, configurations started per bracket (0 = eta^s).
+    num_configs: n, configurations started per bracket (0 = ceil(eta^s), one reaches the top).
+    promotion_order: ``best_first`` here (``start_order``: as before it was an option).
     """
 
     bracket: int = -1
     num_configs: int = 0
+    promotion_order: str = "best_first"
 
     def check(self):
         super().check()
         if self.bracket < -1 or self.num_configs < 0:
-            raise ValueError("bracket must be >= -1 (-1 = the lowest rung) and num_configs >= 0 (0 = eta^s)")
+            raise ValueError("bracket must be >= -1 (-1 = the lowest rung) and num_configs >= 0 (0 = ceil(eta^s))")
 
 
 @register("successive_halving")
@@ -243,7 +249,7 @@ class SuccessiveHalving(BracketSearcher):
 
     def make_brackets(self, ladder):
         o = self.options
-        return (bk.successive_halving_bracket(ladder, o.eta, o.bracket, o.num_configs),)
+        return (bk.successive_halving_bracket(ladder, self.eta, o.bracket, o.num_configs),)
 
 
 @register("hyperband")
@@ -251,4 +257,4 @@ class Hyperband(BracketSearcher):
     """Hyperband: the brackets s = s_max..0 of Algorithm 2, repeated until the budget is spent."""
 
     def make_brackets(self, ladder):
-        return bk.hyperband_brackets(ladder, self.options.eta)
+        return bk.hyperband_brackets(ladder, self.eta)

@@ -62,6 +62,7 @@ TNAS_ACQ_OPTS = ("auto", "exhaustive", *ACQ_OPTS)
 class TNASOptions(SearcherOptions):
     """See the module docstring. ``num_init`` must be a multiple of ``batch_size`` and below the budget."""
 
+    INIT_IN_BATCHES = True  # a ClassVar of SearcherOptions: num_init fits whole batches (fit_defaults)
     params_file: str = ""
     meta_learned: bool = True
     initial_design: str = "auto"

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
 from spaces.benchmarks import registry
 
 _NAMES = flags.DEFINE_list("names", [], "Tables to time (default: one per family).")
@@ -136,4 +137,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -25,9 +25,10 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from nas.engine.devices import seed_mesh_size, shard_keys, use_cpu_cores
+from nas.experiment import cli
 from scripts.bench.compile_stats import CompileStats
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["bananas", "gp_bo"], "searchers to time")
@@ -119,4 +120,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

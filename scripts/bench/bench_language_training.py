@@ -16,7 +16,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _TASK = flags.DEFINE_string("task", "diabetes_mlp", "Language task (spaces.language.tasks).")
 _GROUP = flags.DEFINE_integer("group", 8, "Architectures of one signature (a power of two).")
@@ -66,4 +68,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -21,7 +21,9 @@ import json
 import os
 import time
 
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _SIZES = flags.DEFINE_list("sizes", ["64", "128", "150"], "Gram matrix sizes n (the GP's padded data rows)")
 _BATCH = flags.DEFINE_integer("batch", 100, "matrices per call (seeds), vmapped")
@@ -90,4 +92,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -25,7 +25,9 @@ import time
 
 import jax
 import jax.numpy as jnp
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _WIDTHS = flags.DEFINE_list("widths", ["8", "32", "128"], "Hidden widths.")
 _BATCHES = flags.DEFINE_list("batches", ["64", "256"], "Configurations per vmapped / shared batch (B).")
@@ -106,4 +108,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

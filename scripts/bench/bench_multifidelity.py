@@ -7,6 +7,7 @@ asynchronous Hyperband in its simulator, ``nas.experiment.syne_tune_peer``) on t
     python -m scripts.bench.bench_multifidelity --peer_only                   # the peer alone
 
 Prints, per searcher: compile time (the persistent compilation cache is disabled, so this is a real compile),
+the evaluations per seed and the engine steps (one per finished evaluation, a bound the searcher derives),
 run time of the S seeds after compilation (best and median of ``--repeats``, with the process CPU time, since
 the machine may be shared), XLA's memory estimate of the program (arguments + outputs + temporaries), the
 process's peak resident memory so far, the peer's time per seed (``--peer_seeds`` seeds run one after
@@ -22,7 +23,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _DATASET = flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NAS-Bench-201 dataset.")
 _TEST = flags.DEFINE_string("test_data", "../shared/data/nb201/nats_bench_test_acc.csv", "NB201 test accuracies.")
@@ -72,8 +75,10 @@ def time_ours(name: str, bench, keys, q: int, w: int) -> dict:
         "xla_mib": (mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes) / 2**20,
         "rss_mib": peak_rss_mib(), "err": final_test_error(bench, hist.fidelity, hist.score, hist.report_score),
     }  # fmt: skip
+    evals = np.sum(np.asarray(hist.fidelity) >= 0, axis=1)
     print(f"{name}: compile {compile_s:.1f} s, run {out['run_s']:.3f} s (CPU {out['cpu_s']:.3f} s, median "
-          f"{out['median_s']:.3f} s), XLA memory {out['xla_mib']:.0f} MiB, peak RSS {out['rss_mib']:.0f} MiB",
+          f"{out['median_s']:.3f} s), XLA memory {out['xla_mib']:.0f} MiB, peak RSS {out['rss_mib']:.0f} MiB; "
+          f"{evals.mean():.0f} evaluations per seed (at most {evals.max()}) in {searcher.num_steps} engine steps",
           flush=True)  # fmt: skip
     return out
 
@@ -120,4 +125,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

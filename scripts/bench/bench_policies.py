@@ -22,7 +22,9 @@ import subprocess
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["remaade", "reacts"], "searchers to time")
 _SEEDS = flags.DEFINE_integer("seeds", 500, "seeds (trials), vmapped")
@@ -100,4 +102,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -28,7 +28,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "Benchmark registry name.")
 _SEARCHERS = flags.DEFINE_list(
@@ -153,4 +155,4 @@ def numpy_reference(name, bench, num_seeds, num_queries, repeats=1):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -33,7 +33,9 @@ import sys
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _RUNS = flags.DEFINE_integer("runs", 3, "Cold runs (the median is reported).")
 _CONFIG = flags.DEFINE_string("config", "configs/default.py", "Config of the job.")
@@ -165,4 +167,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

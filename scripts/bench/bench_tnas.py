@@ -30,10 +30,11 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 from ml_collections import config_flags
 
 from nas.engine.devices import use_cpu_cores
+from nas.experiment import cli
 from scripts.bench.compile_stats import CompileStats
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -178,4 +179,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -33,7 +33,9 @@ import warnings
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _DATASET = flags.DEFINE_enum("dataset", "diabetes", ["diabetes", "boston", "naval"], "Data set of mlp/<dataset>.")
 _BATCH = flags.DEFINE_integer("batch", 64, "Configurations trained (B).")
@@ -145,4 +147,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -25,8 +25,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from spaces.benchmarks.multi_fidelity_table import rank_correlations, table_pairs
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError
@@ -99,4 +100,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

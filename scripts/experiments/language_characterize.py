@@ -23,8 +23,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from spaces.files import save_figure, write_text_atomic
 from spaces.language import table1
 from spaces.language.datasets import load
@@ -155,4 +156,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

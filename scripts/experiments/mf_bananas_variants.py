@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import time
 
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _SEEDS = flags.DEFINE_integer("seeds", 50, "Seeds per searcher.")
 _BENCH = flags.DEFINE_string("benchmark", "nb201/cifar10", "A benchmark with fidelities.")
@@ -50,7 +52,8 @@ def main(argv):
     budgets = fidelity_budgets(bench)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)
     cols = " | ".join(f"{int(f * 100)} %" for f in FRACTIONS)
-    print(f"{bench.name}, {bench.report_name}, budget {_BUDGET.value} full evaluations, {_SEEDS.value} seeds")
+    print(f"{bench.name}, {bench.report_name}, budget {_BUDGET.value} full evaluations, {_SEEDS.value} seeds, "
+          "mean +- s.e. over seeds; time in seconds")  # fmt: skip
     print(f"| searcher | {cols} | time (s) |\n|---|" + "---|" * (len(FRACTIONS) + 1))
     for label, (name, opts) in SEARCHERS.items():
         if _ONLY.value and label not in _ONLY.value:
@@ -67,4 +70,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

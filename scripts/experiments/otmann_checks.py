@@ -15,7 +15,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _PAIRS = flags.DEFINE_integer("pairs", 300, "random networks per space (all their pairs are checked)")
 _LP_PAIRS = flags.DEFINE_integer("lp_pairs", 100, "pairs per space compared with the exact LP")
@@ -89,4 +91,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -16,7 +16,9 @@ import json
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 
 def reported_curves(workdir: str) -> tuple[dict, object, dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -30,7 +32,7 @@ def reported_curves(workdir: str) -> tuple[dict, object, dict[str, np.ndarray], 
     wd = Workdir(workdir)
     config = wd.saved_config()
     if config is None:
-        raise SystemExit(f"{workdir} holds no config.json: not a scripts.train workdir")
+        raise cli.ConfigError(f"{workdir} holds no config.json: not a scripts.train workdir; give a run's --workdir")
     bench = build_benchmark(config)
     curves, scores = {}, {}
     for label in config["searchers"]:
@@ -55,7 +57,8 @@ def paired_table(curves: dict[str, np.ndarray], reference: str, q: int, metric: 
             rows.append(f"| {label} | {len(c)} | {m:.4g} +- {se:.2g} | | |")
             continue
         if len(c) != len(ref):
-            raise SystemExit(f"{label} has {len(c)} trials, {reference} {len(ref)}: not paired")
+            raise cli.ConfigError(f"{label} has {len(c)} trials, {reference} {len(ref)}: not paired; compare runs of "
+                                  "one config (the same trial keys)")  # fmt: skip
         d, dse = mean_se(c[:, q - 1] - ref)
         t = d / dse if dse > 0 else float("nan")
         rows.append(f"| {label} | {len(c)} | {m:.4g} +- {se:.2g} | {d:+.3g} +- {dse:.2g} | {t:+.2f} |")
@@ -67,7 +70,7 @@ def main(argv):
     f = flags.FLAGS
     config, bench, curves, _ = reported_curves(f.workdir)
     if f.reference not in curves:
-        raise SystemExit(f"--reference={f.reference!r}: finished searchers are {sorted(curves)}")
+        raise cli.ConfigError(f"--reference={f.reference!r}: the finished searchers are {sorted(curves)}; name one")
     print(f"{config['benchmark']}, {f.workdir}: {json.dumps({k: config[k] for k in ('seed', 'max_queries')})}")
     for q in [int(a) for a in f.at] or [int(config["max_queries"])]:
         print(f"\n{paired_table(curves, f.reference, q, bench.report_name)}")
@@ -77,4 +80,4 @@ if __name__ == "__main__":  # flags defined here: scripts.figures.remaade_long_f
     flags.DEFINE_string("workdir", "", "A finished (or partly finished) scripts.train workdir.")
     flags.DEFINE_string("reference", "", "The label the others are compared with.")
     flags.DEFINE_list("at", [], "Query counts (default: the run's budget).")
-    app.run(main)
+    cli.run(main)

@@ -21,6 +21,7 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
+from nas.experiment import cli
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import write_text_atomic
 from surrogates.mlp_ensemble import MLPEnsembleConfig, ensemble_mean_std, fit_ensemble, predict_ensemble
@@ -99,4 +100,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

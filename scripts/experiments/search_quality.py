@@ -27,6 +27,8 @@ import jax
 import numpy as np
 from absl import app, flags
 
+from nas.experiment import cli
+
 _CHECKS = flags.DEFINE_list("checks", ["remaade", "bananas"], "Which checks to run.")
 _SEEDS = flags.DEFINE_integer("seeds", 0, "Seeds per searcher (0 = each check's default: 256 / 24 / 24).")
 _TEST_DATA = flags.DEFINE_string("test_data", "", "NAS-Bench-201 test-accuracy CSV (optional).")
@@ -89,4 +91,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

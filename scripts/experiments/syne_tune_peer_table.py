@@ -16,7 +16,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _DATASETS = flags.DEFINE_list("datasets", ["cifar10", "cifar100", "imagenet16"], "NAS-Bench-201 datasets.")
 _TEST = flags.DEFINE_string("test_data", "../shared/data/nb201/nats_bench_test_acc.csv", "NB201 test accuracies.")
@@ -45,6 +47,8 @@ def main(argv):
 
     keys = jax.random.split(jax.random.PRNGKey(0), _TRIALS.value)
     points = [f * _QUERIES.value for f in FRACTIONS]
+    print(f"test error (%) of the incumbent at {', '.join(f'{f:.0%}' for f in FRACTIONS)} of {_QUERIES.value} full "
+          f"trainings, mean +- std over {_TRIALS.value} trials; wall time of the run in seconds")
     print(f"| dataset | Syne Tune scheduler | W | {' | '.join(f'{f:.0%}' for f in FRACTIONS)} | seconds |")
     print("|---|---|---|" + "---|" * len(FRACTIONS) + "---|")
     for ds in _DATASETS.value:
@@ -64,4 +68,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

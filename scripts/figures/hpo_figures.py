@@ -16,8 +16,9 @@ import json
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from spaces.files import save_figure
 
 _WORKDIRS = flags.DEFINE_list("workdirs", [], "Workdirs of configs/hpo_mlp.py runs, one per data set.")
@@ -118,4 +119,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

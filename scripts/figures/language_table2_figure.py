@@ -18,8 +18,9 @@ import glob
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from nas.host.host_search import incumbent_curves
 from spaces.files import save_figure
 
@@ -95,4 +96,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

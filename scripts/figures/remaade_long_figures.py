@@ -21,8 +21,9 @@ import json
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from scripts.experiments.paired_effects import mean_se, paired_table, reported_curves
 from spaces.files import save_figure
 
@@ -135,4 +136,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from nas.experiment import cli
 from spaces.files import save_figure
 
 _RUNS = flags.DEFINE_string("runs", None, "Comma-separated target:workdir[+workdir...] pairs.")
@@ -187,4 +188,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -40,7 +40,7 @@ from spaces import nb201
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors
-from spaces.files import DataError
+from spaces.files import DataError, MissingPackageError
 
 ACCURACIES = {m: f"{m}_accuracy" for m in ("baseline", "ptq", "qat", "noisy", "analog")}
 DRIFTS = {f"{k}_drift_{t}": f"{k}_drift_{t}" for k in ("baseline", "analog") for t in (60, 3600, 86400, 2592000)}
@@ -84,7 +84,7 @@ def package_path() -> str:
 
     spec = importlib.util.find_spec("analognasbench")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("AnalogNAS-Bench needs the 'analog-nasbench' package: pip install analog-nasbench")
+        raise MissingPackageError("AnalogNAS-Bench needs the 'analog-nasbench' package: pip install analog-nasbench")
     return os.path.join(list(spec.submodule_search_locations)[0], "data.anb")
 
 

@@ -18,6 +18,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from spaces.files import DataError
+
 DATA_ENV = "NASJAX_DATA"
 
 
@@ -74,9 +76,16 @@ PUBLIC_FILES: dict[str, PublicFile] = {
 
 
 def data_dir() -> Path:
-    """``$NASJAX_DATA``, else ``$XDG_CACHE_HOME/nasjax/data`` or ``~/.cache/nasjax/data`` (may not exist)."""
+    """``$NASJAX_DATA``, else ``$XDG_CACHE_HOME/nasjax/data`` or ``~/.cache/nasjax/data`` (may not exist);
+    a ``DataError`` when ``$NASJAX_DATA`` names something that is not a folder (a file would hide every file)."""
     if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV]).expanduser()
+        path = Path(os.environ[DATA_ENV]).expanduser()
+        if path.exists() and not path.is_dir():
+            raise DataError(
+                f"${DATA_ENV}={os.environ[DATA_ENV]} is a file, not a folder; point ${DATA_ENV} at the data "
+                "directory (a folder, created when missing) or unset it (default ~/.cache/nasjax/data)"
+            )
+        return path
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nasjax" / "data"
 

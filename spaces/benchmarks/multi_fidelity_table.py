@@ -57,6 +57,10 @@ class MultiFidelityTable(Objective):
                 )
         return cls(levels=levels, name=name, fidelities=budgets, fidelity_unit=fidelity_unit, continues=continues)
 
+    @property
+    def cost_unit(self) -> str:
+        return self.levels[-1].cost_unit
+
     # -- the top fidelity is the table a single-fidelity reader sees ------------------------
     @property
     def top(self) -> TabularBenchmark:

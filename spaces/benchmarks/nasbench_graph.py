@@ -16,7 +16,7 @@ import numpy as np
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors
-from spaces.files import DataError
+from spaces.files import DataError, MissingPackageError
 from spaces.nasbench_graph import DATASETS, LINKS, OPS, OPS_PROTEINS, NBGraphSpace, canonical_hash
 
 FIX = reinstall("nas-bench-graph")
@@ -26,7 +26,9 @@ def _package():
     try:
         import nas_bench_graph
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError("NAS-Bench-Graph needs the 'nas-bench-graph' package: pip install nas-bench-graph") from e
+        raise MissingPackageError(
+            "NAS-Bench-Graph needs the 'nas-bench-graph' package: pip install nas-bench-graph"
+        ) from e
     return nas_bench_graph
 
 

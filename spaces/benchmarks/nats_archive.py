@@ -28,6 +28,7 @@ from __future__ import annotations
 import bz2
 import csv
 import io
+import math
 import os
 import pickle
 import re
@@ -119,39 +120,80 @@ def cell_test_accuracy(state: dict, dataset: str, where: str) -> float:
         raise DataError(f"{where}: no {test_set} accuracy for {nats} ({type(e).__name__}: {e})") from e
     if not accs:
         raise DataError(f"{where}: no trained seed for {nats}")
+    if not all(math.isfinite(a) for a in accs):
+        raise DataError(f"{where}: the {test_set} accuracies for {nats} are not all finite numbers ({accs})")
     return sum(accs) / len(accs)
 
 
-def archive_test_accuracies(path: str, partial: bool = False) -> list[dict]:
-    """One row per cell: ``ArchitectureString`` and the three ``TEST_COLUMNS`` (200-epoch seed means).
+def read_test_accuracies(path: str, partial: bool = False) -> tuple[list[dict], dict[str, list[int]]]:
+    """``(rows, missing)``: one row per usable cell (``ArchitectureString`` and the three ``TEST_COLUMNS``,
+    200-epoch seed means, all finite numbers), and the cells left out, ``{reason: [index, ...]}``.
 
-    Every one of the 15,625 cells must be there unless ``partial``.
+    Every one of the 15,625 cells must be usable unless ``partial``; with ``partial`` a cell without
+    200-epoch results or a finite test accuracy on each data set is left out (never written as NaN), and an
+    archive with no usable cell is still an error.
     """
     meta, infos = read_archive(path)
-    rows = []
-    for index in sorted(infos):
-        if not 0 <= index < len(meta):
-            raise DataError(f"{path}: architecture index {index} is not in meta_archs ({len(meta)} entries)")
+    rows, missing = [], {}
+
+    def leave_out(index: int, reason: str, error: str) -> None:
+        if not partial:
+            raise DataError(f"{error}; NATS-tss-v1_0-3ffb9-simple has it (or convert with --partial to leave it out)")
+        missing.setdefault(reason, []).append(index)
+
+    outside = [i for i in sorted(infos) if not 0 <= i < len(meta)]
+    if outside:
+        raise DataError(f"{path}: architecture index {outside[0]} is not in meta_archs ({len(meta)} entries)")
+    for index in range(len(meta)):
+        if index not in infos:
+            missing.setdefault("not in the archive", []).append(index)
+            continue
         hp = infos[index].get(HP) if isinstance(infos[index], dict) else None
+        where = f"{path}: architecture {index}"
         if not isinstance(hp, dict):
-            raise DataError(f"{path}: architecture {index} has no {HP}-epoch results")
+            leave_out(index, f"without {HP}-epoch results", f"{where} has no {HP}-epoch results")
+            continue
         arch = hp.get("arch_str", meta[index])
         if arch != meta[index]:
-            raise DataError(f"{path}: architecture {index} is {arch!r} in its file but {meta[index]!r} in meta_archs")
-        where = f"{path}: architecture {index}"
+            raise DataError(f"{where} is {arch!r} in its file but {meta[index]!r} in meta_archs")
         try:
             parse_arch_string(arch)  # a cell of NAS-Bench-201's space
         except ValueError as e:
             raise DataError(f"{where}: {e}") from e
-        rows.append(
-            {"ArchitectureString": arch, **{TEST_COLUMNS[d]: cell_test_accuracy(hp, d, where) for d in TEST_COLUMNS}}
-        )
+        row = {"ArchitectureString": arch}
+        for dataset, column in TEST_COLUMNS.items():
+            try:
+                row[column] = cell_test_accuracy(hp, dataset, where)
+            except DataError as e:
+                nats, test_set = NATS_TEST_SETS[dataset]
+                leave_out(index, f"without a finite {test_set} accuracy for {nats}", str(e))
+                break
+        else:
+            rows.append(row)
     if not partial and len(rows) != NUM_CELLS:
         raise DataError(
             f"{path}: {len(rows)} of the {NUM_CELLS} NAS-Bench-201 cells have results; the full "
             "NATS-tss-v1_0-3ffb9-simple release has all of them (or convert with --partial)"
         )
-    return rows
+    if not rows:
+        raise DataError(f"{path}: no cell has a 200-epoch test accuracy on all three data sets ({describe(missing)}); "
+                        "nothing to write: give NATS-tss-v1_0-3ffb9-simple")  # fmt: skip
+    return rows, missing
+
+
+def describe(missing: dict[str, list[int]]) -> str:
+    """``12 not in the archive (indexes 0, 1, 2, 3, 4, ...); 2 without a finite x-test accuracy for cifar100
+    (indexes 5, 7)``: the cells left out."""
+    parts = []
+    for reason, indexes in missing.items():
+        shown = ", ".join(str(i) for i in indexes[:5]) + (", ..." if len(indexes) > 5 else "")
+        parts.append(f"{len(indexes):,} {reason} (indexes {shown})")
+    return "; ".join(parts) or "none"
+
+
+def archive_test_accuracies(path: str, partial: bool = False) -> list[dict]:
+    """The rows of ``read_test_accuracies`` (the cells it leaves out with ``partial`` are not said)."""
+    return read_test_accuracies(path, partial)[0]
 
 
 def write_test_csv(rows: list[dict], out: str) -> None:

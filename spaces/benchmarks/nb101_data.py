@@ -14,6 +14,10 @@ sorted by the canonical code of ``spaces.nb101``: ``code``, ``hash``,
 ``load`` builds the ``TabularBenchmark`` (accuracies in %) of one budget, or with ``fidelities`` a
 ``MultiFidelityTable`` of several; ``load_data1k`` the 1,000-cell subset of nasbench-vis (validation
 only; with ``fidelities`` its 4/12/36/108-epoch runs).
+
+A file that holds only some of the 423,624 cells (a filtered or partial copy) is refused by ``convert``
+and ``load`` with the count, unless ``partial=True`` says that searching those cells only is meant;
+``load`` then warns with the count (a table of some cells is not NAS-Bench-101's search problem).
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from spaces.benchmarks.cache import read_cache, source_tag, write_cache
 from spaces.benchmarks.data_files import missing_hint
 from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.nb101_tfrecord import decode_model_metrics, frame_records
+from spaces.benchmarks.objective import check_fidelities
 from spaces.benchmarks.tabular import TabularBenchmark
-from spaces.data_files import data_errors, numbers, read_json
+from spaces.data_files import data_errors, numbers, read_json, require
 from spaces.files import DataError
 from spaces.nb101_hash import spec_hash
 
@@ -45,6 +50,7 @@ DOWNLOAD = (
     "and pass its path (or the .npz cache converted from it) as data_path."
 )
 CACHE_VERSION = 2
+NUM_CELLS = 423_624  # the cells of nasbench_only108.tfrecord and nasbench_full.tfrecord (Ying et al., 2019)
 
 
 # ---- conversion ----------------------------------------------------------------------------------
@@ -54,9 +60,21 @@ def _require(path: str) -> Path:
             f"NAS-Bench-101 needs data_path (no file in the data directory either). {missing_hint('nb101')}"
         )
     p = Path(path).expanduser()
-    if not p.exists():
-        raise DataError(f"NAS-Bench-101 data file not found: {p}. {missing_hint('nb101')}")
+    require(p, f"NAS-Bench-101 data file not found: {p}. {missing_hint('nb101')}",
+            "the NAS-Bench-101 file (nasbench_only108.tfrecord or its .npz cache)")  # fmt: skip
     return p
+
+
+def partial_problem(num_cells: int, path) -> str | None:
+    """Why a file of ``num_cells`` cells is not the whole of NAS-Bench-101 (None when it is)."""
+    if num_cells >= NUM_CELLS:
+        return None
+    return (
+        f"{path}: holds {num_cells:,} of the {NUM_CELLS:,} NAS-Bench-101 cells (a filtered or partial file), "
+        "not the benchmark; give the full nasbench_only108.tfrecord (or nasbench_full.tfrecord), or pass "
+        "partial=True (--config.benchmark_options.partial=true; scripts.convert_nb101 --partial) to search "
+        "these cells only"
+    )
 
 
 def parse_records(path: str) -> tuple[dict[str, np.ndarray], list[tuple], dict]:
@@ -114,8 +132,10 @@ def parse_records(path: str) -> tuple[dict[str, np.ndarray], list[tuple], dict]:
     return rec, cells, stats
 
 
-def convert(path: str, cache_path: str | None = None, verify_hash: bool = False) -> str:
-    """Converts an official TFRecord into the ``.npz`` cache (atomically); returns the cache path."""
+def convert(path: str, cache_path: str | None = None, verify_hash: bool = False, partial: bool = False) -> str:
+    """Converts an official TFRecord into the ``.npz`` cache (atomically); returns the cache path.
+
+    A file of fewer than the 423,624 cells is refused unless ``partial`` (module docstring)."""
     p = _require(path)
     t0 = time.perf_counter()
     rec, cells, stats = parse_records(str(p))
@@ -166,12 +186,16 @@ def convert(path: str, cache_path: str | None = None, verify_hash: bool = False)
         version=np.int32(CACHE_VERSION),
         source_tag=np.asarray(source_tag(p)),
     )
+    problem = partial_problem(len(cells), p)  # once the records are known to be sound
+    if problem and not partial:
+        raise DataError(problem)
     target = Path(cache_path) if cache_path else default_cache_path(p)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_cache(target, arrays)  # atomic, with a manifest: readers never see a half-written cache
     stats["total_s"] = time.perf_counter() - t0
+    part = f" (partial: {len(cells):,} of the {NUM_CELLS:,} cells)" if problem else ""
     print(
-        f"nb101: converted {p.name}: {stats['records']} records, {len(cells)} cells, epochs {epochs.tolist()}, "
+        f"nb101: converted {p.name}: {stats['records']} records, {len(cells)} cells{part}, epochs {epochs.tolist()}, "
         f"framing+CRC {stats['frame_crc_mb_s']:.0f} MB/s, total {stats['total_s']:.1f} s -> {target}"
     )
     return str(target)
@@ -213,7 +237,7 @@ def load_arrays(data_path: str) -> dict[str, np.ndarray]:
             logging.warning("NAS-Bench-101 cache %s was made from another version of %s; reconverting", cache, p)
             arrays = None
         if arrays is None:
-            convert(str(p), str(cache))
+            convert(str(p), str(cache), partial=True)  # ``load`` says whether a partial table may be used
             arrays = read_cache(cache)
         if arrays is None:
             raise DataError(f"{cache}: the NAS-Bench-101 cache just written cannot be read back (disk full?)")
@@ -252,14 +276,19 @@ def _budget_table(a: dict[str, np.ndarray], epochs: int, name: str, protocol: st
         row_ids=row_ids,
         protocol=protocol,
         report_kind="acc_pct",
+        cost_unit="s",
     )
 
 
 def _check_budgets(fidelities, avail: list[int], where: str) -> tuple[int, ...]:
     """``fidelities`` as increasing epoch budgets that ``where`` holds (at least two), or a ``DataError``."""
-    budgets = tuple(int(e) for e in fidelities)
-    if len(budgets) < 2 or any(a >= b for a, b in zip(budgets, budgets[1:])):
-        raise DataError(f"NAS-Bench-101 fidelities must be two or more increasing epoch budgets, got {budgets}")
+    try:
+        budgets = check_fidelities("NAS-Bench-101", fidelities, "epochs")
+    except ValueError:
+        budgets = ()
+    if len(budgets) < 2 or any(b != int(b) for b in budgets):
+        raise DataError(f"NAS-Bench-101 fidelities must be two or more increasing epoch budgets, got {fidelities!r}")
+    budgets = tuple(int(b) for b in budgets)
     missing = [e for e in budgets if e not in avail]
     if missing:
         raise DataError(f"{where} has epochs {avail}, not {missing} (asked fidelities {budgets})")
@@ -267,17 +296,23 @@ def _check_budgets(fidelities, avail: list[int], where: str) -> tuple[int, ...]:
 
 
 def load(
-    data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=()
+    data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=(), partial: bool = False
 ) -> TabularBenchmark | MultiFidelityTable:
     """NAS-Bench-101 at ``epochs``: validation accuracy (%) per repeat, mean test accuracy (%), mean time.
 
     ``fidelities`` (e.g. ``(4, 12, 36, 108)``, the budgets of ``nasbench_full.tfrecord``): one table per
     budget, each with its recorded repeats and training times, as a ``MultiFidelityTable`` named ``nb101``
-    (``epochs`` is then unused).
+    (``epochs`` is then unused). ``partial``: accept a file of fewer than the 423,624 cells (with a warning).
     """
     a = load_arrays(data_path)
     with data_errors(data_path, f"pass the official .tfrecord instead (it is converted again). {DOWNLOAD}"):
         avail = a["epochs"].tolist()
+        problem = partial_problem(len(a["code"]), data_path)
+    if problem and not partial:
+        raise DataError(problem)
+    if problem:
+        logging.warning("nb101: %s holds %s of the %s cells (partial=True): a search of these cells only",
+                        data_path, f"{len(a['code']):,}", f"{NUM_CELLS:,}")  # fmt: skip
     if fidelities:
         budgets = _check_budgets(fidelities, avail, f"NAS-Bench-101 file {data_path}")
         levels = [_budget_table(a, e, "nb101", protocol, data_path) for e in budgets]
@@ -306,8 +341,7 @@ def load_data1k(data_path: str = "", protocol: str = "mean", fidelities=()) -> T
             f"{missing_hint('nb101_data1k')}"
         )
     path = data_path
-    if not os.path.exists(path):
-        raise DataError(f"nb101/data1k file not found: {path}. {missing_hint('nb101_data1k')}")
+    require(path, f"nb101/data1k file not found: {path}. {missing_hint('nb101_data1k')}", "the data-1k.json file")
     budgets = _check_budgets(fidelities, list(DATA1K_EPOCHS), path) if fidelities else (108,)
     d = read_json(path, fix)
     if not isinstance(d, dict):
@@ -344,6 +378,7 @@ def load_data1k(data_path: str = "", protocol: str = "mean", fidelities=()) -> T
             row_ids=codes[order],
             protocol=protocol,
             report_kind="acc_pct",
+            cost_unit="s",
         )
         for e in budgets
     ]

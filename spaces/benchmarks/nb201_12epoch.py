@@ -26,12 +26,12 @@ code. The whitelist is not a sandbox: load only the official file.
 
 from __future__ import annotations
 
-import os
 import pickle
 
 import numpy as np
 
 from spaces.benchmarks.cache import cached_arrays, source_tag
+from spaces.data_files import require
 from spaces.files import DataError
 from spaces.nb201 import parse_arch_string
 
@@ -85,8 +85,7 @@ def _missing(path: str) -> DataError:
 
 def read_frame(path: str):
     """The DataFrame of ``path`` (whitelisted unpickling); ``DataError`` naming the file when unusable."""
-    if not os.path.isfile(path):
-        raise _missing(path)
+    require(path, str(_missing(path)), "the 12-epoch table's file (mini_nb201_12epoch.pd)")
     try:
         with open(path, "rb") as f:
             frame = _DataFrameOnly(f).load()
@@ -133,7 +132,6 @@ def read_12epoch(path: str, dataset: str) -> dict[str, np.ndarray]:
     """12-epoch ``{"valid", "test"}`` accuracies (%) of ``dataset`` by string id, cached by the file's content."""
     if dataset not in COLUMNS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(COLUMNS)}")
-    if not os.path.isfile(path):
-        raise _missing(path)
+    require(path, str(_missing(path)), "the 12-epoch table's file (mini_nb201_12epoch.pd)")
     tag = f"{dataset}-{source_tag(path)}"
     return cached_arrays("nb201_12epoch", tag, lambda: table_arrays(read_frame(path), path, dataset))

@@ -10,7 +10,8 @@ An objective scores batches of token strings of its ``space``::
   never a best.
 - ``test``: the score reports use: the test split's score, or, where the
   objective has none (``has_test`` False), the seed-mean validation score.
-- ``cost``: what the evaluation cost (training seconds, latency, ...).
+- ``cost``: what the evaluation cost (training seconds, latency, ...), in ``cost_unit`` ("s",
+  "training iterations", ...; "" where the objective does not say), which reports print beside it.
 
 ``query`` is pure and jittable, and the objective is a pytree (its data arrays
 are leaves, its configuration static), so it is passed to compiled code as an
@@ -70,6 +71,7 @@ class Objective:
     fidelity_unit: str = ""  # what a budget counts: "epochs", "iterations", ...
     continues: bool = False  # a higher fidelity continues a lower one's training (pays the difference)
     metric_info: tuple = ()  # spaces.benchmarks.metrics.Metric of each named metric query returns
+    cost_unit: str = ""  # what ``cost`` counts ("s", "training iterations", ...); "" = not said
 
     @property
     def report_name(self) -> str:
@@ -102,8 +104,16 @@ def fidelity_budgets(obj) -> tuple[float, ...]:
 
 
 def check_fidelities(name: str, fidelities, unit: str) -> tuple[float, ...]:
-    """``fidelities`` as a tuple of floats, or a ``ValueError`` unless they are finite, positive and increasing."""
-    budgets = tuple(float(b) for b in fidelities)
+    """``fidelities`` as a tuple of floats, or a ``ValueError`` unless they are a sequence of finite, positive,
+    increasing numbers."""
+    try:
+        if isinstance(fidelities, (str, bytes)) or isinstance(fidelities, dict):
+            raise TypeError
+        budgets = tuple(float(b) for b in fidelities)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}: fidelities must be a list of increasing budgets, e.g. (12, 200), got {fidelities!r}"
+        ) from None
     if not budgets:
         raise ValueError(f"{name}: fidelities is empty; give the budgets in increasing order, e.g. (12, 200)")
     if not all(np.isfinite(b) and b > 0 for b in budgets) or any(a >= b for a, b in zip(budgets, budgets[1:])):

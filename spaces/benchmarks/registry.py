@@ -63,11 +63,14 @@ def found_data_files(name: str, **given) -> dict[str, str]:
 
 
 # -- NAS-Bench-101: lazy, so this module never imports spaces.benchmarks.nb101_data -------
-def _load_nb101(*, data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=()):
-    """Full NAS-Bench-101 from the official tfrecord (or its converted cache); ``fidelities``: epoch budgets."""
+def _load_nb101(*, data_path: str = "", protocol: str = "mean", epochs: int = 108, fidelities=(), partial=False):
+    """Full NAS-Bench-101 from the official tfrecord (or its converted cache); ``fidelities``: epoch budgets;
+    ``partial``: accept a file of some of the cells only."""
     from spaces.benchmarks import nb101_data
 
-    return nb101_data.load(data_path=data_path, protocol=protocol, epochs=epochs, fidelities=fidelities)
+    return nb101_data.load(
+        data_path=data_path, protocol=protocol, epochs=epochs, fidelities=fidelities, partial=partial
+    )
 
 
 def _load_nb101_data1k(*, data_path: str = "", protocol: str = "mean", fidelities=()):

@@ -47,6 +47,7 @@ class TabularBenchmark(Objective):
     report_kind: str = struct.field(pytree_node=False, default="acc_pct")
     columns: dict = struct.field(default_factory=dict)  # metric name -> f32[R] (spaces.benchmarks.metrics)
     metric_info: tuple = struct.field(pytree_node=False, default=())  # a Metric per column, in order
+    cost_unit: str = struct.field(pytree_node=False, default="")  # what ``cost`` counts, e.g. "s"
 
     @classmethod
     def build(
@@ -67,6 +68,7 @@ class TabularBenchmark(Objective):
         fidelity_unit: str = "",
         metrics: dict | None = None,
         metric_info=(),
+        cost_unit: str = "",
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
 
@@ -80,7 +82,7 @@ class TabularBenchmark(Objective):
         - ``row_ids``: int[R] strictly increasing string ids (loaders);
         - ``dense=True``: row ``r`` is the string with ``string_id == r``.
 
-        ``cost`` (f32[R], e.g. training seconds) is optional: zeros when absent.
+        ``cost`` (f32[R], e.g. training seconds: ``cost_unit="s"``) is optional: zeros when absent.
 
         ``metrics`` (``{name: f32[R]}``, finite) are named metrics the query returns beside the scores
         (``spaces.benchmarks.metrics``); ``metric_info`` declares each one (a ``Metric``, or a tuple
@@ -95,7 +97,8 @@ class TabularBenchmark(Objective):
             return _build_levels(
                 cls, name=name, space=space, valid=valid, cost=cost, test=test, fidelities=fidelities,
                 fidelity_unit=fidelity_unit, rows=dict(strings=strings, string_ids=string_ids, row_ids=row_ids,
-                dense=dense), protocol=protocol, report_kind=report_kind, metrics=metrics, metric_info=metric_info,
+                dense=dense), protocol=protocol, report_kind=report_kind, cost_unit=cost_unit, metrics=metrics,
+                metric_info=metric_info,
             )  # fmt: skip
         given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
         if sum(given) != 1:
@@ -190,6 +193,7 @@ class TabularBenchmark(Objective):
             report_kind=report_kind,
             columns={k: jnp.asarray(v) for k, v in columns.items()},
             metric_info=metric_info,
+            cost_unit=cost_unit,
         )
 
     @classmethod
@@ -222,6 +226,8 @@ class TabularBenchmark(Objective):
         or a list in the order of ``fidelities``; ``valid``'s values may be lists of per-seed scores.
         The result is a ``MultiFidelityTable``.
         """
+        if not isinstance(table, dict):
+            raise ValueError(f"{name}: the table is a dict {{tokens: score or dict}}, got a {type(table).__name__}")
         if not table:
             raise ValueError(f"{name}: the table is empty")
         if fidelities is not None:
@@ -250,11 +256,15 @@ class TabularBenchmark(Objective):
                     f"have 'test', 'cost'; got {sorted(entry)}"
                     + (" (declare further columns with metrics=)" if unknown else "")
                 )
-            valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
-            test.append(entry.get("test"))
-            cost.append(entry.get("cost", 0.0))
-            for n in named:
-                columns[n].append(entry[n])
+            try:
+                valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
+                test.append(None if entry.get("test") is None else float(entry["test"]))
+                cost.append(float(entry.get("cost", 0.0)))
+                for n in named:
+                    columns[n].append(float(entry[n]))
+            except (TypeError, ValueError) as e:
+                where = f"{name}: entry for {tuple(tokens)}"
+                raise ValueError(f"{where}: values must be numbers ({e}); got {entry!r:.80}") from None
         if len({s.shape for s in strings}) != 1:
             raise ValueError(f"{name}: every key must be a token string of length {space.num_tokens}")
         width = max(v.shape[0] for v in valid)
@@ -346,7 +356,8 @@ def _stack(name, tables, budgets, unit):
 
 
 def _build_levels(
-    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, metrics, metric_info
+    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, cost_unit, metrics,
+    metric_info,
 ):
     """``TabularBenchmark.build`` once per fidelity (arrays with a leading fidelity axis)."""
     budgets = check_fidelities(name, fidelities, fidelity_unit)
@@ -368,6 +379,7 @@ def _build_levels(
             report_kind=report_kind,
             metrics={k: np.asarray(v)[i] if np.ndim(v) == 2 else v for k, v in (metrics or {}).items()},
             metric_info=metric_info,
+            cost_unit=cost_unit,
             **rows,
         )  # fmt: skip
         for i in range(f)

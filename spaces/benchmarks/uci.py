@@ -37,6 +37,7 @@ import os
 import numpy as np
 
 from spaces.benchmarks.data_files import locate, missing_hint
+from spaces.data_files import require
 from spaces.files import DataError
 
 UCI_FOLDERS = {"boston": "bostonHousing", "naval": "naval-propulsion-plant"}
@@ -157,8 +158,8 @@ def load_uci(name: str, split: int = 0, data_path: str = "", valid_fraction: flo
     if name not in UCI_FOLDERS:
         raise ValueError(f"unknown UCI data set {name!r}; choose from {list(UCI_FOLDERS)}")
     folder = data_path or default_folder(name)
-    if not os.path.isdir(folder):
-        raise DataError(f"UCI {name} folder not found: {folder}. {missing_hint(f'uci_{name}')}")
+    hint = missing_hint(f"uci_{name}")
+    require(folder, f"UCI {name} folder not found: {folder}. {hint}", f"the folder with data.txt ({hint})", folder=True)
     x, y, xt, yt = read_uci(folder, split)
     return standardized(name, split, x, y, xt, yt, valid_fraction)
 

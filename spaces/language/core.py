@@ -147,6 +147,7 @@ class Graph:
         g.inputs, g.outputs = dict(res[0]), dict(res[1])
         if not g.outputs:
             raise ValueError("a search space needs at least one output")
+        check_acyclic([g.outputs[s].module for s in sorted(g.outputs)], None, "the search space")
         g.resolve()
         return g
 
@@ -200,6 +201,7 @@ class Graph:
         del self.pending_subs[id(m)]
         del self.modules[id(m)]
         self.substituted.append((m, dh))
+        before = set(self.modules)
         with context.frame(self, child_prefix(m.key, dh), m.depth + 1):
             res = m.substitution_fn(dh)
         if not (isinstance(res, tuple) and len(res) == 2):
@@ -208,6 +210,8 @@ class Graph:
         missing = [n for n in m.inputs if n not in sub_in] + [n for n in m.outputs if n not in sub_out]
         if missing:
             raise ValueError(f"substitution of {m.name} returned no input/output named {missing}")
+        # the space around m is acyclic (checked when built), so a cycle could only lie inside m's subspace
+        check_acyclic([o.module for o in sub_out.values()], set(self.modules) - before, f"the substitution of {m.name}")
         for n, ix in m.inputs.items():  # Algorithm 1, line 13: (o, i) -> (o, sigma_i(i))
             if ix.source is not None:
                 src = ix.source
@@ -303,10 +307,18 @@ def unassigned_independent(g: Graph) -> Iterator[IndependentHyperparameter]:
 
 def topological_modules(g: Graph) -> list[Module]:
     """Modules reachable from the outputs, each after the modules feeding it (Algorithm 4, line 1)."""
+    return _topological([g.outputs[s].module for s in sorted(g.outputs)])
+
+
+def _topological(starts: list[Module], within: set[int] | None = None) -> list[Module]:
+    """Modules reachable backwards from ``starts`` (only those in ``within``, when given), each after the
+    modules feeding it; a ``ValueError`` naming a module on a cycle."""
     order: list[Module] = []
     state: dict[int, int] = {}  # 1: on the stack, 2: done
-    for s in sorted(g.outputs):
-        stack = [(g.outputs[s].module, False)]
+    for start in starts:
+        if within is not None and id(start) not in within:
+            continue
+        stack = [(start, False)]
         while stack:
             m, expanded = stack.pop()
             if expanded:
@@ -321,11 +333,23 @@ def topological_modules(g: Graph) -> list[Module]:
             stack.append((m, True))
             for name in sorted(m.inputs, reverse=True):
                 src = m.inputs[name].source
+                if src is not None and within is not None and id(src.module) not in within:
+                    continue
                 if src is not None and state.get(id(src.module)) != 2:
                     if state.get(id(src.module)) == 1:
                         raise ValueError(f"the graph has a cycle through {src.module.name}")
                     stack.append((src.module, False))
     return order
+
+
+def check_acyclic(starts: list[Module], within: set[int] | None, what: str) -> None:
+    """A ``ValueError`` when the modules feeding ``starts`` (in ``within``) form a cycle: a network is a DAG."""
+    try:
+        _topological(starts, within)
+    except ValueError as e:
+        raise ValueError(
+            f"{what} is not a directed acyclic graph: {e}; connect no module's output to an input it feeds"
+        ) from None
 
 
 def build(fn: Callable[[], tuple[dict, dict]], max_depth: int = DEFAULT_MAX_DEPTH) -> Graph:

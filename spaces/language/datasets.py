@@ -17,6 +17,8 @@ import dataclasses
 
 import numpy as np
 
+from spaces.files import MissingPackageError
+
 TASKS = ("digits", "diabetes", "cifar10")
 
 
@@ -72,7 +74,7 @@ def cifar10(data_dir: str = "", num_valid: int = 5000) -> Dataset:
     try:
         import tensorflow_datasets as tfds
     except ImportError as e:
-        raise ImportError(
+        raise MissingPackageError(
             "the cifar10 task needs tensorflow-datasets and its CIFAR-10 files: pip install tensorflow-datasets "
             "tensorflow, then prepare the data once (tfds.builder('cifar10').download_and_prepare()) and pass "
             "its data_dir"

@@ -35,7 +35,14 @@ import itertools
 import numpy as np
 
 from spaces.language import context
-from spaces.language.core import Graph, Module, SubstitutionModule, UnboundedSpaceError, child_prefix
+from spaces.language.core import (
+    Graph,
+    Module,
+    SubstitutionModule,
+    UnboundedSpaceError,
+    check_acyclic,
+    child_prefix,
+)
 from spaces.language.hyperparameters import Constant, DependentHyperparameter, IndependentHyperparameter
 
 
@@ -158,6 +165,7 @@ def explore(space, max_combos: int = 4096, probes: int = 32, max_substitutions: 
             sub_in, sub_out = m.substitution_fn(dh)
         del sub_in
         mods, hps = new_objects(n_m, n_h)
+        check_acyclic([o.module for o in sub_out.values()], {id(x) for x in mods}, f"the substitution of {m.name}")
         return mods, hps, sub_out
 
     def expand(m: SubstitutionModule) -> list[SubstitutionModule]:
@@ -211,6 +219,7 @@ def explore(space, max_combos: int = 4096, probes: int = 32, max_substitutions: 
 
     with context.frame(g, "", 0):
         res = space.fn()
+    check_acyclic([o.module for o in res[1].values()], None, f"the search space {space.name}")
     queue = record(list(g.modules.values()), res[1], None, 0)
     while queue:
         queue = queue[1:] + expand(queue[0])

@@ -1,0 +1,113 @@
+"""The compiled multi-fidelity engine's schedule, run from the host one event at a time.
+
+``nas.engine.multi_fidelity_runner`` runs a multi-fidelity searcher against W simulated workers. A live
+study runs the same searcher against real workers; ``MFSchedule`` keeps the engine's bookkeeping so that,
+given the same results in the same order, the searcher decides exactly what it decides in the engine:
+
+- engine step ``t`` is the number of results told so far (plus idle steps, below); its keys are
+  ``(k_ask, _, k_tell) = split(fold_in(key, t), 3)``, the searcher was initialized with
+  ``fold_in(key, INIT_FOLD)``;
+- an ask fills the lowest idle worker slot ``w`` and asks with ``fold_in(k_ask, w)``, while the resource
+  spent is below the budget (``max_queries`` full evaluations; a promotion that continues is charged the
+  difference to its parent's budget, ``charged_resource``; sums in float32, as the engine's);
+- an ask the searcher answers with no job (``job.ok`` False: a synchronous rung waits for its last
+  results) keeps the state it returns, as the engine does, and blocks further asks until the next
+  result is told (the engine asks again only at its next step). With nothing running, the engine's
+  next step is idle (nothing finishes): the step count moves on and the searcher is asked again with
+  that step's keys, up to the engine's ``num_steps``;
+- a tell at step ``t`` uses ``k_tell`` of step ``t``, frees its worker's slot and moves to ``t + 1``.
+
+The slots are not capped at the searcher's ``workers``: a study may hand out more trials at once (the
+searcher's state is sized for any number); its decisions equal the engine's with W workers when at most
+W trials run at once and every freed slot is filled before the next result is told.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.engine.host_loop import compiled
+from nas.engine.runner import INIT_FOLD
+from nas.host.trials import BudgetSpent, NoTrialNow
+
+
+def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
+    """Jitted ``init(key)``, ``ask(key, step, slot, state) -> (job, state)`` and ``tell(key, step, job, score,
+    state) -> state``, the step keys derived inside (one program each), cached per searcher."""
+
+    def init(key):
+        return searcher.init(jax.random.fold_in(key, INIT_FOLD))
+
+    def ask(key, step, slot, state):
+        k_ask = jax.random.split(jax.random.fold_in(key, step), 3)[0]
+        return searcher.ask(jax.random.fold_in(k_ask, slot), state)
+
+    def tell(key, step, job, score, state):
+        k_tell = jax.random.split(jax.random.fold_in(key, step), 3)[2]
+        return searcher.tell(k_tell, job, score, state)[0]
+
+    return (
+        compiled(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
+        compiled(searcher, "mf_study_ask", 0, lambda: jax.jit(ask)),
+        compiled(searcher, "mf_study_tell", 0, lambda: jax.jit(tell)),
+    )
+
+
+def charge(budgets: np.ndarray, fidelity: int, parent: int, continues: bool) -> np.float32:
+    """``nas.engine.multi_fidelity_runner.charged_resource`` in numpy float32 (the same bits)."""
+    full = budgets[fidelity]
+    return np.float32(full - budgets[parent]) if continues and parent >= 0 else full
+
+
+class MFSchedule:
+    """The engine's steps, slots, budget and keys around one searcher's compiled ``ask``/``tell`` (module doc)."""
+
+    def __init__(self, searcher: MultiFidelitySearcher, key: jax.Array, continues: bool, programs=None):
+        self.searcher, self.key, self.continues = searcher, key, bool(continues)
+        self._init, self._ask, self._tell = programs or mf_programs(searcher)
+        self.state = None  # initialized by the first ask
+        self.step = 0
+        self.busy: set[int] = set()
+        self.spent = np.float32(0.0)
+        self.blocked_at = -1  # the step whose ask found no job (no more asks until a result is told)
+        self.budgets = np.asarray(searcher.budgets, np.float32)
+
+    @property
+    def budget_left(self) -> bool:
+        return bool(self.spent < np.float32(self.searcher.max_resource))
+
+    def ask(self) -> tuple[dict, int]:
+        """The next job (``{"tokens", "fidelity", "parent"}``, parent a fidelity index or -1) and its slot;
+        ``BudgetSpent`` once the budget is spent or nothing is left, ``NoTrialNow`` while the searcher waits."""
+        if self.state is None:
+            self.state = self._init(self.key)
+        while True:
+            if not self.budget_left:
+                raise BudgetSpent(f"the study's budget of {self.searcher.max_queries} full evaluations "
+                                  f"({self.searcher.max_resource:g} in fidelity units) is spent")  # fmt: skip
+            if self.blocked_at == self.step:
+                raise NoTrialNow(f"the searcher has no trial to start until a running one is told (step {self.step})")
+            slot = min(set(range(len(self.busy) + 1)) - self.busy)
+            job, self.state = self._ask(self.key, np.int32(self.step), np.int32(slot), self.state)
+            if bool(job.ok):
+                f, p = int(job.fidelity), int(job.parent)
+                self.busy.add(slot)
+                self.spent = np.float32(self.spent + charge(self.budgets, f, p, self.continues))
+                return {"tokens": np.asarray(job.tokens, np.int32), "fidelity": f, "parent": p}, slot
+            self.blocked_at = self.step
+            if self.busy:
+                raise NoTrialNow(f"the searcher has no trial to start until a running one is told (step {self.step})")
+            self.step += 1  # the engine's idle step: nothing runs, nothing finishes
+            if self.step >= self.searcher.num_steps:
+                raise BudgetSpent("the searcher has no configuration left to start (every one was started)")
+
+    def tell(self, job: dict, slot: int, score: float) -> None:
+        """Tells ``score`` (f32, higher is better, ``-inf`` failed) for the job running in ``slot``."""
+        if slot not in self.busy:
+            raise ValueError(f"no job runs in worker slot {slot}")
+        j = Job.make(job["tokens"], job["fidelity"], job["parent"], True)
+        self.state = self._tell(self.key, np.int32(self.step), j, np.float32(score), self.state)
+        self.busy.discard(slot)
+        self.step += 1

@@ -1,0 +1,58 @@
+"""The compiled programs a host Study runs: the searcher's ``init``/``ask``/``tell``, shared by shape.
+
+A plain ``CategoricalSpace`` (a ``{name: [values]}`` space) or a declared order-aware ``HPOSpace`` has
+jittable methods that depend on its shape alone, so every Study on a space of that shape runs its
+searcher on one shared space (``program_space``) and reuses its compiled programs (``nas.engine.host_loop.compiled``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from nas.core.searcher import Searcher
+from nas.engine.host_loop import compiled
+from nas.engine.runner import INIT_FOLD
+from spaces.base import CategoricalSpace, Space
+from spaces.hpo import HPOSpace
+from spaces.params import shape_space
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
+    """One space object per shape: searchers on it compare equal, so their programs are shared."""
+    return CategoricalSpace("study_grid", {f"h{i}": list(range(c)) for i, c in enumerate(cardinalities)})
+
+
+def program_space(space: Space) -> Space:
+    """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
+    whose jittable methods depend on its cardinalities alone, the shared space of that shape; likewise for
+    an order-aware ``HPOSpace`` (``spaces.params.shape_space``)."""
+    if type(space) is HPOSpace and space.order_aware:
+        return shape_space(space)
+    plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
+    return _grid_space(tuple(space.cardinalities)) if plain else space
+
+
+def study_programs(searcher: Searcher) -> tuple:
+    """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
+    searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
+    ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
+    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
+    opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
+    init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
+
+    def init(key):
+        return searcher.init(jax.random.fold_in(key, INIT_FOLD))
+
+    def ask(key, step, state):
+        k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, step), 3)
+        tokens, state = searcher.ask(k_ask, state)
+        return tokens, state, k_tell
+
+    return (
+        compiled(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
+        compiled(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
+        compiled(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
+    )

@@ -1,0 +1,124 @@
+"""Ray workers for ``study.optimize(..., backend="ray")``: the trials run as Ray tasks, on one machine or a cluster.
+
+The study stays in the driver process; each trial is one Ray task (``num_cpus=1`` unless
+``RayWorkers(W, num_gpus=..., ...)`` says otherwise; at most W at once). ``trial.report(step, value)`` in a
+task goes through a small async actor (``ReportChannel``) that the driver polls; the task waits there
+for the pruner's decision. A task whose worker dies (``WorkerCrashedError``, a killed node) is a
+``crash`` of its trial only: run again or recorded as failed (``nas.host.workers``). Ray's own task
+retries are off (``max_retries=0``) so that the study decides.
+
+Ray is imported only here, when the backend starts: ``pip install "ray[default]"``. Without a running
+Ray, ``ray.init()`` starts a local one; connect to a cluster first with ``ray.init(address=...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from nas.host.trials import Trial
+from nas.host.workers import Event, call_objective
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError('backend="ray" needs Ray: pip install "ray[default]"') from None
+    return ray
+
+
+class ReportChannel:
+    """Reports from running tasks to the driver, and the driver's decisions back (a Ray async actor)."""
+
+    def __init__(self):
+        self.reports: list[tuple] = []
+        self.waiting: dict[int, asyncio.Event] = {}
+        self.answers: dict[int, bool] = {}
+
+    async def report(self, number: int, step: float, value: float) -> bool:
+        done = asyncio.Event()
+        self.waiting[number] = done
+        self.reports.append((number, step, value))
+        await done.wait()
+        return self.answers.pop(number)
+
+    async def take(self) -> list[tuple]:
+        out, self.reports = self.reports, []
+        return out
+
+    async def answer(self, number: int, prune: bool) -> None:
+        self.answers[number] = bool(prune)
+        self.waiting.pop(number).set()
+
+
+class _Reporter:
+    def __init__(self, channel):
+        self.channel, self.stopped = channel, False
+
+    def report(self, number: int, step: float, value: float) -> bool:
+        import ray
+
+        self.stopped = ray.get(self.channel.report.remote(number, float(step), value))
+        return self.stopped
+
+    def should_prune(self, number: int) -> bool:
+        return self.stopped
+
+
+def run_trial(fn, payload: dict, pass_trial: bool, channel) -> tuple:
+    """The body of one Ray task: ``(kind, value, elapsed)`` of the trial (``nas.host.workers.call_objective``)."""
+    event = call_objective(fn, Trial(**payload, _study=_Reporter(channel)), pass_trial)
+    return event.kind, event.value, event.elapsed
+
+
+class RayWorkers:
+    """At most ``n_workers`` trials as Ray tasks at once; ``remote_options`` go to ``ray.remote`` (module doc)."""
+
+    def __init__(self, n_workers: int, **remote_options):
+        self.n_workers = int(n_workers)
+        self.remote_options = {"num_cpus": 1, **remote_options, "max_retries": 0}
+
+    def start(self, fn, pass_trial: bool) -> None:
+        ray = self.ray = _import_ray()
+        if not ray.is_initialized():
+            ray.init()
+        self.channel = ray.remote(num_cpus=0)(ReportChannel).remote()
+        self.task = ray.remote(**self.remote_options)(run_trial)
+        self.fn, self.pass_trial = ray.put(fn), pass_trial
+        self.refs: dict = {}  # object ref -> trial number
+        self.events: list[Event] = []
+
+    def free(self) -> bool:
+        return len(self.refs) < self.n_workers
+
+    def submit(self, trial) -> None:
+        ref = self.task.remote(self.fn, trial.payload(), self.pass_trial, self.channel)
+        self.refs[ref] = trial.number
+
+    def next_event(self) -> Event:
+        ray = self.ray
+        while not self.events:
+            for number, step, value in ray.get(self.channel.take.remote()):
+                reply = lambda prune, n=number: self.channel.answer.remote(n, prune)  # noqa: E731
+                self.events.append(Event("report", number, value, step=step, reply=reply))
+            if self.events:
+                break
+            ready, _ = ray.wait(list(self.refs), num_returns=1, timeout=0.05)
+            for ref in ready:
+                number = self.refs.pop(ref)
+                try:
+                    kind, value, elapsed = ray.get(ref)
+                except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                        ray.exceptions.LocalRayletDiedError) as e:  # fmt: skip
+                    self.events.append(Event("crash", number, type(e).__name__))
+                except ray.exceptions.RayError as e:  # the task could not run (e.g. the objective did not unpickle)
+                    self.events.append(Event("error", number, e))
+                else:
+                    self.events.append(Event(kind, number, value, elapsed=elapsed))
+        return self.events.pop(0)
+
+    def close(self) -> None:
+        for ref in list(self.refs):
+            self.ray.cancel(ref, force=True)
+        self.refs = {}
+        self.ray.kill(self.channel)

@@ -1,0 +1,259 @@
+"""What every host Study shares: trials by number under a lock, reports and pruning, storage and replay,
+workers, and Optuna's ``trials_dataframe``.
+
+A Study (``nas.host.ask_tell.Study``, single fidelity; ``nas.host.mf_study.MultiFidelityStudy``) owns the
+searcher; ``StudyBase`` gives it the rest:
+
+- **By number, from several threads.** ``tell``, ``report`` and ``should_prune`` take a trial or its
+  number and hold the study's lock, so an outside tool (an Optuna pruner, a Ray Tune scheduler) can
+  drive a study trial by trial from its own threads.
+- **Reports.** ``report(trial, step, value)`` records an intermediate value; with a pruner
+  (``nas.host.pruning``) it decides whether the trial stops. Once stopped, a trial stays stopped.
+- **Storage.** With ``storage=`` every event is appended to a journal or an SQLite file
+  (``nas.host.storage``) before the study goes on; ``Study.load(path)`` rebuilds the study by replaying
+  them through the same compiled ``ask``/``tell`` (each trial's tokens are checked) and continues it.
+  Trials that were pending when the process stopped are pending again: the next ``optimize`` runs them
+  first, with the same number, configuration, budget and checkpoint folder.
+- **Checkpoint folders.** With a ``directory`` (default: next to the storage file, ``study_trials/``)
+  trial ``n`` gets ``<directory>/trial_0000n``, created when it is asked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import warnings
+
+import numpy as np
+
+from nas.host import storage as st
+from nas.host.trials import Trial, as_value, checkpoint_key, now
+
+
+class StudyBase:
+    kind = ""  # "single" | "multi_fidelity": which class Study.load builds
+
+    def _setup_base(self, storage, directory, pruner=None) -> None:
+        self._lock = threading.RLock()
+        self.pruner = pruner
+        self._stopped: set[int] = set()  # trials the pruner stopped
+        self._replaying = False
+        self.directory = os.fspath(directory) if directory is not None else st.default_directory(storage)
+        self._storage = st.open_storage(storage)
+        if self._storage is not None and self._storage.records():
+            path = getattr(self._storage, "path", storage)
+            self._storage.close()
+            raise st.StorageError(f"{path} already holds a study: continue it with Study.load({path!r}), "
+                                  "or give this study a new storage")  # fmt: skip
+        self._journal_header()
+
+    # -- storage ---------------------------------------------------------------------------------
+    def _settings(self) -> dict:
+        """The constructor's arguments (pickled into the journal's first record)."""
+        raise NotImplementedError
+
+    def _journal_header(self, reset: bool = False) -> None:
+        if self._storage is None:
+            return
+        settings = self._settings()
+        readable = {k: v for k, v in settings.items() if isinstance(v, (str, int, float, bool, type(None)))}
+        try:
+            blob = st.pickled(settings)
+        except Exception as e:  # noqa: BLE001 - a space or option that does not pickle: say which
+            self._storage.close()
+            raise st.StorageError(f"storage keeps the study's settings pickled; they do not pickle ({e}): give the "
+                                  "Study a picklable space and options, or no storage") from e  # fmt: skip
+        record = {"event": "study", "kind": self.kind, "version": 1, "settings": blob, "readable": readable}
+        (self._storage.reset if reset else self._storage.append)(record)
+
+    def _journal(self, record: dict) -> None:
+        if self._storage is not None and not self._replaying:
+            self._storage.append(record)
+
+    @classmethod
+    def load(cls, storage, directory: str | None = None):
+        """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), continued where it stopped."""
+        from nas.host.ask_tell import Study
+        from nas.host.mf_study import MultiFidelityStudy
+
+        store = st.open_storage(storage)
+        records = store.records()
+        if not records or records[0].get("event") != "study":
+            store.close()
+            raise st.StorageError(f"{storage} holds no study (its first record is not a study's settings); "
+                                  "create one with Study(..., storage=...)")  # fmt: skip
+        try:
+            settings = st.unpickled(records[0]["settings"])
+            settings["directory"] = directory if directory is not None else settings.get("directory")
+            kind = {"single": Study, "multi_fidelity": MultiFidelityStudy}[records[0]["kind"]]
+            study = object.__new__(kind)
+            kind.__init__(study, **settings)
+            study._replay(records[1:], storage)
+        except BaseException:
+            store.close()  # the lock goes with it
+            raise
+        study._storage = store
+        return study
+
+    def _replay(self, records: list[dict], where) -> None:
+        self._replaying = True
+        try:
+            for i, r in enumerate(records):
+                self._replay_one(r, f"{where}, record {i + 2}")
+        finally:
+            self._replaying = False
+
+    def _replay_one(self, r: dict, where: str) -> None:
+        event = r["event"]
+        if event == "ask":
+            trial = self._ask_replayed(r)
+            if trial.number != r["number"] or trial.tokens.tolist() != r["tokens"]:
+                raise st.StorageError(f"{where}: replaying the searcher asked trial {trial.number} with "
+                                      f"{trial.tokens.tolist()}, the journal holds {r['number']} with {r['tokens']}; "
+                                      "the journal belongs to another version of the searcher")  # fmt: skip
+            trial.datetime_start = _time(r.get("start"))
+        elif event == "no_trial":
+            try:
+                self._ask_replayed(r)
+            except RuntimeError:  # NoTrialNow, BudgetSpent: refused as when it was recorded
+                return
+            raise st.StorageError(f"{where}: replaying, the searcher handed out a trial where it had none")
+        elif event == "report":
+            if self.report(r["number"], r["step"], r["value"]) != r["prune"]:
+                raise st.StorageError(f"{where}: replaying, the pruner decided otherwise for trial {r['number']}")
+        elif event == "tell":
+            trial = self.trials[r["number"]]
+            self._finish(trial, r["value"], r["state"], r.get("cost"))
+            trial.datetime_complete = _time(r.get("complete"))
+
+    def _ask_replayed(self, record: dict) -> Trial:
+        return self.ask()
+
+    def close(self) -> None:
+        """Releases the storage (its lock); the study stays usable in memory."""
+        if self._storage is not None:
+            self._storage.close()
+            self._storage = None
+
+    # -- trials ------------------------------------------------------------------------------------
+    def _new_trial(self, tokens, **fields) -> Trial:
+        number = len(self.trials)
+        trial = Trial(number=number, tokens=tokens, params=self.space.to_spec(tokens), datetime_start=now(),
+                      _study=self, **fields)  # fmt: skip
+        if self.directory is not None:
+            trial.checkpoint_dir = os.path.join(self.directory, checkpoint_key(number))
+            os.makedirs(trial.checkpoint_dir, exist_ok=True)
+            if trial.parent is not None:
+                trial.parent_checkpoint_dir = os.path.join(self.directory, checkpoint_key(trial.parent))
+        self.trials.append(trial)
+        record = {"event": "ask", "number": number, "tokens": trial.tokens.tolist(),
+                  "start": _iso(trial.datetime_start)}  # fmt: skip
+        for k in ("fidelity", "parent"):
+            if fields.get(k) is not None:
+                record[k] = fields[k]
+        self._journal(record)
+        return trial
+
+    def get_trial(self, trial: Trial | int) -> Trial:
+        """The study's trial ``trial`` (a Trial of this study, or its number)."""
+        if isinstance(trial, Trial) and 0 <= trial.number < len(self.trials) and self.trials[trial.number] is trial:
+            return trial
+        if isinstance(trial, (int, np.integer)) and not isinstance(trial, bool) and 0 <= trial < len(self.trials):
+            return self.trials[int(trial)]
+        raise ValueError(
+            f"{trial!r} is not a trial of this study (give a Trial, or a number 0..{len(self.trials) - 1})"
+        )
+
+    def _sign(self) -> float:
+        return -1.0 if self.direction == "minimize" else 1.0
+
+    def report(self, trial: Trial | int, step: float, value: float) -> bool:
+        """Records ``value`` at ``step`` for a pending trial; returns whether the pruner stops it."""
+        with self._lock:
+            t = self.get_trial(trial)
+            if t.state != "pending":
+                raise ValueError(f"trial {t.number} is {t.state}; report while it runs")
+            step = float(as_value(step, t.number))
+            v = as_value(value, t.number)
+            if v is None:
+                raise TypeError(f"report: the value of trial {t.number} at step {step:g} must be a number")
+            t.intermediate_values[step] = v
+            if self.pruner is not None and t.number not in self._stopped:
+                score = self._sign() * v if math.isfinite(v) else -math.inf
+                if self.pruner.report(t.number, step, score):
+                    self._stopped.add(t.number)
+            prune = t.number in self._stopped
+            self._journal({"event": "report", "number": t.number, "step": step, "value": v, "prune": prune})
+            return prune
+
+    def should_prune(self, trial: Trial | int) -> bool:
+        """Whether the pruner stopped ``trial`` at its last report (False without a pruner)."""
+        with self._lock:
+            return self.get_trial(trial).number in self._stopped
+
+    def _finish(self, trial: Trial, value: float | None, state: str, cost: float | None) -> None:
+        """Records how ``trial`` ended (``complete``, ``failed``, ``pruned``) and tells the searcher."""
+        raise NotImplementedError
+
+    def _finish_event(self, trial: Trial, event) -> None:
+        """Records a worker's event (``nas.host.workers``): a value, a pruned trial, a caught exception."""
+        if event.kind == "error":
+            self._finish(trial, None, "failed", event.elapsed)
+            return
+        value = as_value(event.value, trial.number) if event.kind == "done" else None
+        if event.kind == "pruned" or trial.number in self._stopped:
+            if value is None and trial.intermediate_values:
+                value = trial.intermediate_values[max(trial.intermediate_values)]
+            self._finish(trial, value, "pruned", event.elapsed)
+        elif value is not None and not math.isfinite(value):
+            warnings.warn(f"trial {trial.number}: the objective returned {value}; recorded as a failed evaluation",
+                          stacklevel=4)  # fmt: skip
+            self._finish(trial, None, "failed", event.elapsed)
+        else:
+            self._finish(trial, value, "complete" if value is not None else "failed", event.elapsed)
+
+    def _journal_tell(self, trial: Trial) -> None:
+        self._journal({"event": "tell", "number": trial.number, "state": trial.state, "value": trial.value,
+                       "cost": trial.cost, "complete": _iso(trial.datetime_complete)})  # fmt: skip
+
+    def _passes_trial(self) -> bool:
+        """Whether ``optimize`` hands the objective the trial (else its params)."""
+        return True
+
+    # -- results -------------------------------------------------------------------------------------
+    @property
+    def best_params(self):
+        """The best trial's configuration, computed afresh from its tokens (edits of ``trial.params`` do not leak)."""
+        return self.space.to_spec(self.best_trial.tokens)
+
+    @property
+    def best_value(self) -> float:
+        return self.best_trial.value
+
+    def trials_dataframe(self):
+        """A ``pandas.DataFrame``, one row per trial, as Optuna's: number, value, state, the budget and parent of
+        multi-fidelity trials, start, end, duration, cost, and one ``params_<name>`` column per hyperparameter."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("trials_dataframe needs pandas: pip install pandas") from None
+        rows = []
+        for t in self.trials:
+            row = {"number": t.number, "value": t.value, "state": t.state, "fidelity": t.fidelity, "budget": t.budget,
+                   "parent": t.parent, "datetime_start": t.datetime_start, "datetime_complete": t.datetime_complete,
+                   "duration": t.duration, "cost": t.cost}  # fmt: skip
+            params = t.params if isinstance(t.params, dict) else {"": t.params}
+            row.update({f"params_{k}" if k else "params": v for k, v in params.items()})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _iso(t) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def _time(text):
+    import datetime
+
+    return None if text is None else datetime.datetime.fromisoformat(text)

@@ -1,0 +1,102 @@
+"""Compile cost of a small table of your own against a built-in table (docs/extending.md, "Bring your own").
+
+    python -m scripts.bench.bench_small_table [--searchers=random_search,regularized_evolution,local_search]
+    python -m scripts.bench.bench_small_table --repo=../main   # the same measurement of another checkout
+
+The table is docs/extending.md's ``my/mlp`` with all of its 24 configurations (two commuting layer widths,
+``canonical=``: 36 strings, 24 networks; seeded made-up scores, since only the programs matter here), beside
+the same space without ``canonical=`` (a plain 36-string grid) and HPOLib naval (62,208 rows). Each
+(searcher, table) runs in a new process with an empty compilation cache at XLA's default level: 100 seeds
+x 20 queries through the host loop (``nas.engine.host_loop.run_chunked``). Printed: the XLA programs
+compiled, their compile time (wall, from JAX's monitoring events) and the process CPU seconds of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from absl import flags
+
+from nas.experiment import cli
+
+_SEARCHERS = flags.DEFINE_list("searchers", ["random_search", "regularized_evolution", "local_search"], "searchers")
+_CHILD = flags.DEFINE_string("child", "", "internal: searcher,table to run in this process")
+_REPO = flags.DEFINE_string("repo", "", "Checkout whose code runs (default: this one).")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLES = ("byo24", "grid36", "hpolib/naval_propulsion")
+VALUES = {"width1": [64, 128, 256], "width2": [64, 128, 256], "lr": [0.001, 0.01], "act": ["relu", "gelu"]}
+
+
+def same_pair(spec):
+    a, b = sorted([spec["width1"], spec["width2"]])
+    return {**spec, "width1": a, "width2": b}
+
+
+def table(name: str):
+    import itertools
+
+    import numpy as np
+
+    from spaces.base import CategoricalSpace
+    from spaces.benchmarks.registry import make_benchmark
+    from spaces.benchmarks.tabular import TabularBenchmark
+
+    if name not in ("byo24", "grid36"):
+        return make_benchmark(name)
+    space = CategoricalSpace("my_mlp" if name == "byo24" else "grid", VALUES, same_pair if name == "byo24" else None)
+    rng = np.random.default_rng(0)
+    rows = {}
+    for t in itertools.product(*(range(len(v)) for v in VALUES.values())):
+        if name == "byo24" and t[0] > t[1]:
+            continue  # (256, 64) is (64, 256)
+        rows[t] = {"valid": (90 + rng.normal(size=2)).tolist(), "test": float(89 + rng.normal()), "cost": 10.0}
+    return TabularBenchmark.from_dict(name=f"my/{name}", space=space, table=rows, report_kind="acc_pct")
+
+
+def child(searcher_name: str, table_name: str) -> dict:
+    import time
+
+    import jax
+
+    from nas.core.searcher import make_searcher
+    from nas.engine.host_loop import run_chunked
+    from scripts.bench.compile_stats import CompileStats
+
+    stats = CompileStats()
+    bench = table(table_name)
+    searcher = make_searcher(searcher_name, bench.space, max_queries=20)
+    keys = jax.random.split(jax.random.PRNGKey(0), 100)
+    cpu = time.process_time()
+    run_chunked(searcher, bench, keys, progress=False)
+    count, seconds, _ = stats.snapshot()
+    return {"programs": count, "compile_s": seconds, "cpu_s": time.process_time() - cpu}
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise cli.ConfigError(f"unexpected arguments {argv[1:]}")
+    if _CHILD.value:
+        print(json.dumps(child(*_CHILD.value.split(","))))
+        return 0
+    print("| searcher | table | programs | compile (s, wall) | run CPU (s) |\n|---|---|---|---|---|")
+    for name in _SEARCHERS.value:
+        for t in TABLES:
+            repo = os.path.abspath(_REPO.value or ROOT)
+            with tempfile.TemporaryDirectory() as cache:  # empty: every program compiles
+                env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": cache, "JAX_PLATFORMS": "cpu", "PYTHONPATH": repo}
+                env.pop("XLA_FLAGS", None)
+                done = subprocess.run([sys.executable, os.path.abspath(__file__), f"--child={name},{t}"],
+                                      cwd=repo, env=env, capture_output=True, text=True, check=False)  # fmt: skip
+            if done.returncode:
+                raise RuntimeError(f"{name} on {t} failed:\n{done.stderr[-2000:]}")
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"| {name} | {t} | {r['programs']} | {r['compile_s']:.2f} | {r['cpu_s']:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -191,9 +191,13 @@ def test_a_multi_objective_run_resumes_bit_for_bit_and_reports_fronts(tmp_path):
     assert os.path.exists(tmp_path / "whole" / "pareto.png")
     p = summary["pareto"]
     assert p["reference_source"] == "table" and set(p["searchers"]) == {"nsga2", "mo_asha", "random_search"}
+    finals = []
     for s in p["searchers"].values():
         gaps = np.asarray(s["gap"]["mean"])
-        assert np.all(np.diff(gaps) <= 1e-9) and 0.0 <= gaps[-1] < 100.0  # a front only grows
+        assert np.all(np.diff(gaps) <= 1e-9) and 0.0 <= gaps[-1] <= 100.0  # a front only grows
+        finals.append(gaps[-1])
+    # 6 queries of 25 cells: a searcher may find nothing inside the reference box (gap 100), not every one
+    assert min(finals) < 100.0
     c = summary["constraints"]["size<=4"]
     assert c["feasible_share"] == pytest.approx(10 / 25) and c["table_best"] is not None
     assert c["searchers"]["random_small"]["trials_with_incumbent"][-1] == 2

@@ -33,8 +33,11 @@ def values(p):
 
 def front_by_hand(trials):
     done = [t for t in trials if t.state == "complete"]
-    return [t.number for t in done
-            if not any(all(a <= b for a, b in zip(o.values, t.values)) and o.values != t.values for o in done)]  # fmt: skip
+
+    def dominates(o, t):
+        return all(a <= b for a, b in zip(o.values, t.values)) and o.values != t.values
+
+    return [t.number for t in done if not any(dominates(o, t) for o in done)]
 
 
 def test_a_study_with_directions_proposes_the_compiled_runners_strings():
@@ -69,7 +72,7 @@ def test_failed_values_errors_journal_and_dataframe(tmp_path):
     assert [t.number for t in study.best_trials] == front_by_hand(study.trials)
     assert not {t.number for t in study.best_trials} & {t.number for t in failed}
     with pytest.raises(RuntimeError, match="best_trials"):
-        study.best_trial
+        _ = study.best_trial
     trial = study.ask()
     with pytest.raises(TypeError, match="2 objectives"):
         study.tell(trial, 0.5)

@@ -277,8 +277,9 @@ class Study(StudyBase):
             if trial.state != "pending" or not any(trial is b for b in self._batch):
                 raise ValueError(f"trial {trial.number} is not a pending trial of this study (state {trial.state!r})")
             value = None if state == "failed" else value
-            if self.num_objectives > 1:
-                trial.values, trial.state = (None if value is None else [float(v) for v in value]), state
+            if self.num_objectives > 1:  # a pruned trial (TrialPruned from the objective) keeps no vector
+                complete = value is not None and state == "complete"
+                trial.values, trial.state = ([float(v) for v in value] if complete else None), state
             else:
                 trial.value, trial.state = value, state
             trial.cost = None if cost is None else float(cost)

@@ -19,7 +19,9 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 _DATASET = flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NAS-Bench-201 dataset.")
 _METRIC = flags.DEFINE_enum("metric", "latency", ["latency", "model_size"], "The second objective.")
@@ -106,4 +108,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

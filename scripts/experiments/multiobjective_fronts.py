@@ -13,7 +13,9 @@ plus a margin), the true front's hypervolume, and for comparison the size of the
 from __future__ import annotations
 
 import numpy as np
-from absl import app, flags
+from absl import flags
+
+from nas.experiment import cli
 
 PAIRS = (
     "nb201/cifar10:latency", "nb201/cifar10:model_size", "nb201/cifar100:latency", "nb201/cifar100:model_size",
@@ -52,4 +54,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

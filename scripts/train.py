@@ -65,6 +65,11 @@ def main(argv):
     if not is_lead():
         return 0  # process 0 writes the workdir and prints the table
     print(format_table(summary))
+    if "pareto" in summary or "constraints" in summary:  # multi-objective and constrained runs
+        from nas.experiment.multiobjective import format_constraint_table, format_pareto_table
+
+        print(format_pareto_table(summary) if "pareto" in summary else "")
+        print(format_constraint_table(summary) if "constraints" in summary else "")
     for label, s in summary["searchers"].items():
         if s.get("repeated_queries"):
             requery = s.get("options", {}).get("repeats") == "requery"  # plain Optuna TPE queries its repeats
@@ -75,7 +80,8 @@ def main(argv):
     if summary["split"] == "validation":
         hint = missing_test_data_hint(summary["benchmark"])
         print(f"NOTE: no test split given; these are VALIDATION figures ({hint}).")
-    print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png, history/, metrics.jsonl")
+    extra = ", pareto.png" if "pareto" in summary else ""
+    print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png{extra}, history/, metrics.jsonl")
     return 0
 
 

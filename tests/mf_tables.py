@@ -27,17 +27,19 @@ def score(tokens, budget: float) -> float:
 
 
 def toy_table(budgets=BUDGETS, continues: bool = False) -> TabularBenchmark:
-    """125 strings; valid = ``score``, test = valid + 1, cost (seconds) = budget * (1 + a)."""
+    """125 strings; valid = ``score``, test = valid + 1, cost (seconds) = budget * (1 + a), metric size = 1 + b + c."""
     table = {}
     for t in itertools.product(range(5), repeat=3):
         table[t] = {
             "valid": [score(t, f) for f in budgets],
             "test": [score(t, f) + 1.0 for f in budgets],
             "cost": [f * (1 + t[0]) for f in budgets],
+            "size": float(1 + t[1] + t[2]),  # a metric of the configuration, for multi-objective searchers
         }
     bench = TabularBenchmark.from_dict(
-        name="test/toy_mf", space=SPACE, table=table, fidelities=budgets, fidelity_unit="epochs"
-    )
+        name="test/toy_mf", space=SPACE, table=table, fidelities=budgets, fidelity_unit="epochs",
+        metrics=[("size", "units")],
+    )  # fmt: skip
     return bench.replace(continues=continues)
 
 
@@ -54,6 +56,7 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
     state = jax.jit(searcher.init)(jax.random.fold_in(key, INIT_FOLD))
     w_count, f32 = searcher.workers, np.float32
     running: list = [None] * w_count  # (job, finish, valid, results told before the ask)
+    res_size = [0.0] * w_count  # each running job's metric
     clock, spent, rows, dispatched = f32(0), f32(0), [], []
     for t in range(searcher.num_steps):
         k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, t), 3)
@@ -69,6 +72,7 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
             if bench.continues:  # a continued training takes its part of the time
                 cost = cost * charge / f32(searcher.budgets[int(job.fidelity)])
             running[w] = (job, f32(clock + cost), f32(res["valid"][0]), len(rows))
+            res_size[w] = res["size"][0]
             spent = f32(spent + charge)
         busy = [i for i, r in enumerate(running) if r is not None]
         if not busy:
@@ -76,7 +80,10 @@ def python_engine(searcher, bench, key) -> dict[str, np.ndarray]:
         w = min(busy, key=lambda i: (running[i][1], i))
         job, finish, valid, told = running[w]
         running[w], clock = None, finish
-        state, metrics = tell(k_tell, job, jnp.float32(valid), state)
+        value = jnp.float32(valid)
+        if searcher.num_objectives > 1:  # a multi-objective searcher: (valid, -size), as the engine tells it
+            value = jnp.asarray([valid, -float(res_size[w])], jnp.float32)
+        state, metrics = tell(k_tell, job, value, state)
         assert all(np.ndim(v) == 0 for v in metrics.values()), "metrics must be scalars"
         rows.append((np.asarray(job.tokens), int(job.fidelity), valid, finish, told))
     return {

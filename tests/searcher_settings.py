@@ -8,7 +8,8 @@ import pytest
 # GPs, deep kernels, policies, simulators, NASBOT's OTMANN GP, AlphaX's meta-DNN, BOHB's KDEs), and
 # warm_start, which compiles its inner searcher with the design's replacement draws
 SLOW_SEARCHERS = (
-    "alphax", "bananas", "bohb", "gp_bo", "mf_bananas", "nasbot", "reacts", "remaade", "tnas", "warm_start",
+    "alphax", "bananas", "bohb", "gp_bo", "mf_bananas", "nasbot", "parego_bananas", "reacts", "remaade", "tnas",
+    "warm_start",
 )  # fmt: skip
 
 CHEAP = {
@@ -17,6 +18,10 @@ CHEAP = {
     "remaade": {"batch_size": 5, "max_queries": 20, "d": 8, "ppo_epochs": 2},
     "reacts": {"batch_size": 5, "max_queries": 15, "d": 8, "ppo_epochs": 2, "rollouts": 2, "sim_epochs": 3},
     "bananas": {"max_queries": 30, "epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20},
+    "parego_bananas": {"max_queries": 30, "epochs": 3, "num_members": 2, "num_layers": 2, "num_candidates": 20},
+    "nsga2": {"population_size": 6},
+    "mo_regularized_evolution": {"population_size": 10, "tournament_size": 4},
+    "parego_local_search": {"num_init": 5},
     "gp_bo": {"max_queries": 30, "gp_steps": 5, "num_candidates": 20},
     "tnas": {"max_queries": 12, "num_init": 4, "batch_size": 2, "finetune_steps": 2},
     "smbo_linear": {"num_candidates": 64},

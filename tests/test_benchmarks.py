@@ -32,7 +32,10 @@ SIZES = {"nb201/": 15625, "hpolib/": 62208, "hpobench/": 30000, "nasbench_graph/
 SEEDS = {"nb201/": 3, "hpolib/": 4, "hpobench/": 5, "nasbench_graph/": 1, "analognas/": 1}
 
 
-@pytest.mark.parametrize("name", [n for n in registry.available_benchmarks() if not n.startswith(("nb101", "mlp/"))])
+TABLES = [n for n in registry.available_benchmarks() if not n.startswith(("nb101", "mlp/", "test/"))]  # test/: tests
+
+
+@pytest.mark.parametrize("name", TABLES)
 def test_sizes_and_seeds(name):
     bench = make_benchmark(name)
     family = name.split("/")[0] + "/"

@@ -26,6 +26,7 @@ config = default.get_config()
 # one step per chunk: every chunk of a BO searcher is then the same program (a mix of chunk lengths compiles
 # one program per length and bucket); the interruption after 2 chunks still falls mid-run
 config.num_trials, config.max_queries, config.chunk_steps, config.report_every = 2, 40, 1, 10
+config.metrics = ("latency",)  # recorded by every searcher; the multi-objective ones search error vs latency
 entries = {}
 group = int(sys.argv[1])
 for name in group_names(group):
@@ -41,7 +42,7 @@ for mode, workdir in zip(sys.argv[2::2], sys.argv[3::2]):  # one process may run
 # its gradient program is a third of this group's compile time: left out here (tests/test_searchers.py runs it)
 RESUME_OPTIONS = {"tnas": {"finetune_steps": 0}}
 # the registry split in groups of similar cost, so parallel test workers share the work
-HEAVY = (("tnas",), ("bananas", "gp_bo"), ("reacts", "remaade"), ("nasbot",))
+HEAVY = (("tnas",), ("bananas", "gp_bo", "parego_bananas"), ("reacts", "remaade"), ("nasbot",))
 GROUPS = len(HEAVY) + 1
 
 
@@ -76,5 +77,5 @@ def test_every_searcher_resumes_in_a_new_process_bit_for_bit(tmp_path, group):
     assert not os.listdir(part / "ckpt")
     for name in names:
         a, b = np.load(whole / "history" / f"{name}.npz"), np.load(part / "history" / f"{name}.npz")
-        for k in ("tokens", "score", "report_score", "cost"):
+        for k in ("tokens", "score", "report_score", "cost", "metric.latency"):
             np.testing.assert_array_equal(a[k], b[k], err_msg=f"{name}: {k}")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nas.core.searcher import available_searchers, make_searcher
-from nas.engine.runner import INIT_FOLD, make_search
+from nas.engine.runner import INIT_FOLD, make_search, told_scores
 from spaces.benchmarks.registry import make_benchmark
 from tests.searcher_settings import cheap_options, searcher_params
 
@@ -33,6 +33,11 @@ def build(name, **over):
     return make_searcher(name, bench().space, **kwargs)
 
 
+def metrics_for(searcher) -> tuple[str, ...]:
+    """A multi-objective searcher searches error against latency; the others read no metric."""
+    return ("latency",) if searcher.num_objectives > 1 else ()
+
+
 def python_loop(searcher, key):
     """The runner's key schedule, one jit'ed call at a time."""
     b = bench()
@@ -43,7 +48,7 @@ def python_loop(searcher, key):
         k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, t), 3)
         tokens, state = ask(k_ask, state)
         res = query(k_query, tokens)
-        state, metrics = tell(k_tell, tokens, res["valid"], state)
+        state, metrics = tell(k_tell, tokens, told_scores(searcher, res, b, metrics_for(searcher)), state)
         assert all(np.ndim(v) == 0 for v in metrics.values()), "metrics must be scalars"
         toks.append(np.asarray(tokens))
         vals.append(np.asarray(res["valid"]))
@@ -56,7 +61,7 @@ def test_python_loop_equals_scan_no_repeats(name):
     searcher = build(name)
     key = jax.random.PRNGKey(7)
     toks, vals = python_loop(searcher, key)
-    hist = jax.jit(make_search(searcher))(key, bench())
+    hist = jax.jit(make_search(searcher, metrics_for(searcher)))(key, bench())
     np.testing.assert_array_equal(toks, np.asarray(hist.tokens))
     np.testing.assert_array_equal(vals, np.asarray(hist.score))
     space = bench().space

@@ -11,6 +11,11 @@ failed or invalid evaluation). ``state`` is a pytree (``flax.struct.dataclass``)
 so a whole search is ``lax.scan`` over ask/query/tell and many seeds are
 ``vmap``. ``metrics`` is a dict of f32 scalars with the same keys every step.
 
+A multi-objective searcher (``num_objectives`` M > 1, an option) is told ``scores`` f32[B, M]
+instead, every column to maximize: ``[valid, -latency, ...]`` (``spaces.benchmarks.metrics``;
+``-inf`` throughout for a failed evaluation). The runner builds that vector from the metrics a run
+names; a host study builds it from a user's values.
+
 **Options are the searcher's identity.** Each searcher declares its options as a
 frozen dataclass of plain values (``SearcherOptions`` and subclasses; a subclass
 adds fields or changes defaults, never restates the base ones). Every value is
@@ -214,6 +219,11 @@ class Searcher:
     def num_steps(self) -> int:
         """ask/tell steps needed to spend ``max_queries``."""
         return -(-self.max_queries // self.batch_size)
+
+    @property
+    def num_objectives(self) -> int:
+        """M, the objectives ``tell`` receives (1: the score; multi-objective searchers have the option)."""
+        return int(getattr(self.options, "num_objectives", 1))
 
     # -- the contract --------------------------------------------------------------
     def init(self, key: jax.Array) -> Any:

@@ -118,8 +118,8 @@ def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
     return sorted(cuts) + [total]
 
 
-def init_program(searcher: Searcher, sharding=None) -> Callable:
-    """``keys[S] -> RunState[S]``, compiled once per searcher (and placement).
+def init_program(searcher: Searcher, sharding=None, metrics: tuple[str, ...] = ()) -> Callable:
+    """``keys[S] -> RunState[S]``, compiled once per searcher (and placement, and recorded metrics).
 
     ``sharding``: the seed keys' ``NamedSharding`` (``nas.engine.devices``); the state comes out split like
     the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
@@ -131,30 +131,35 @@ def init_program(searcher: Searcher, sharding=None) -> Callable:
     init = mf_init_state if is_multi_fidelity(searcher) else init_state
 
     def make():
-        fn = jax.vmap(lambda k: init(searcher, k))
+        fn = jax.vmap(lambda k: init(searcher, k, metrics))
         if sharding is None:
             return jax.jit(fn, compiler_options=opts)
         return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
 
-    return compiled(searcher, ("init", sharding), 0, make)
+    return compiled(searcher, _with_metrics(("init", sharding), metrics), 0, make)
 
 
-def chunk_program(searcher: Searcher, length: int, rows: int | None = None) -> Callable:
+def _with_metrics(what, metrics: tuple[str, ...]):
+    """A program's cache key: ``what``, and the recorded metrics when there are any."""
+    return (what, tuple(metrics)) if metrics else what
+
+
+def chunk_program(searcher: Searcher, length: int, rows: int | None = None, metrics: tuple[str, ...] = ()) -> Callable:
     """``(keys[S], state[S], objective) -> (state[S], metrics[S, length])``: ``length`` steps of ``searcher``
-    (``rows``: the last step's partial batch, ``nas.engine.runner.search_step``)."""
+    (``rows``: the last step's partial batch, ``metrics``: those recorded, ``nas.engine.runner.search_step``)."""
 
     def make():
         def one(key, state, objective):
             if is_multi_fidelity(searcher):  # one finished evaluation per step (nas.engine.multi_fidelity_runner)
-                return mf_run_steps(searcher, objective, key, state, length)
-            return run_steps(searcher, objective, key, state, length, rows)
+                return mf_run_steps(searcher, objective, key, state, length, metrics)
+            return run_steps(searcher, objective, key, state, length, rows, metrics)
 
         # the state is donated: a chunk updates it in place (one copy of the run state in memory, not two)
         return jax.jit(
             jax.vmap(one, in_axes=(0, 0, None)), donate_argnums=1, compiler_options=searcher.compiler_options()
         )
 
-    return compiled(searcher, f"chunk{rows or ''}", length, make)
+    return compiled(searcher, _with_metrics(f"chunk{rows or ''}", metrics), length, make)
 
 
 def incumbent_stats(
@@ -218,6 +223,7 @@ def run_chunked(
     max_chunks: int | None = None,
     on_chunk: Callable[[dict], None] | None = None,
     report: Callable | None = None,
+    metrics: tuple[str, ...] = (),
 ) -> History | None:
     """Runs ``keys.shape[0]`` seeds of ``searcher`` on ``objective`` in compiled chunks.
 
@@ -231,24 +237,27 @@ def run_chunked(
     mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
     ``report``). A caller that records these lines keyed by ``step`` loses none
     on a kill and duplicates none on resume. With ``progress``, a line per new
-    compiled program (``compile_ahead``) and a progress bar go to stderr.
+    compiled program (``compile_ahead``) and a progress bar go to stderr. ``metrics``: the objective's
+    metrics to record in the history and to tell a multi-objective searcher (``nas.engine.runner``).
     """
+    metrics = tuple(metrics)
     bounds = chunk_bounds(searcher, chunk_steps)
-    fprint = checkpoint.run_fingerprint(searcher, keys, fingerprint_extra)
+    extra = fingerprint_extra + (f" metrics={list(metrics)}" if metrics else "")
+    fprint = checkpoint.run_fingerprint(searcher, keys, extra)
     keys = shard_keys(searcher, keys)  # the seeds split over the devices (nas/engine/devices.py)
     sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
     name = label or searcher.registry_name
     notice = progress and is_lead()
-    new_searcher = not is_compiled(searcher, ("init", sharding), 0)
+    new_searcher = not is_compiled(searcher, _with_metrics(("init", sharding), metrics), 0)
     with compile_notice(name, notice and new_searcher):  # one line for the init and the first chunk's programs
-        state = shard_like(keys, init_program(searcher, sharding)(keys))
+        state = shard_like(keys, init_program(searcher, sharding, metrics)(keys))
         if ckpt_path is not None:
             state = resume(ckpt_path, keys, state, fprint)
         step = saved = int(first_value(state.step))
         num_chunks = len(bounds) - 1
         first = next((c for c in range(num_chunks) if bounds[c + 1] > step), None)
         if first is not None:
-            program = chunk_for(searcher, max(bounds[first], step), bounds[first + 1])
+            program = chunk_for(searcher, max(bounds[first], step), bounds[first + 1], metrics)
             compile_ahead([(program, (keys, state, objective))], name, notice and not new_searcher)
     t0 = t_saved = time.perf_counter()
     done_now = 0
@@ -272,9 +281,9 @@ def run_chunked(
             if ckpt_path is not None and step > saved:  # an early stop keeps its progress
                 save_checkpoint(ckpt_path, state, fprint)
             return None
-        program = chunk_for(searcher, lo, hi)
+        program = chunk_for(searcher, lo, hi, metrics)
         compile_ahead([(program, (keys, state, objective))], f"{name} (steps {lo}-{hi})", notice)
-        state, metrics = program(keys, state, objective)
+        state, chunk_metrics = program(keys, state, objective)
         step = hi
         done_now += 1
         queries = queries_done(searcher, step)
@@ -286,7 +295,7 @@ def run_chunked(
                 "step": step,
                 "queries": queries,
                 "elapsed_s": time.perf_counter() - t0,
-                "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(metrics).items()},
+                "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(chunk_metrics).items()},
             }
             score, rep = gather_seeds((h.score, h.report_score))
             if mf:  # the incumbent is chosen among top-fidelity evaluations (nas.engine.incumbent)
@@ -320,10 +329,10 @@ def queries_done(searcher: Searcher, step: int) -> int:
     return step if is_multi_fidelity(searcher) else min(step * searcher.batch_size, searcher.max_queries)
 
 
-def chunk_for(searcher: Searcher, lo: int, hi: int) -> Callable:
+def chunk_for(searcher: Searcher, lo: int, hi: int, metrics: tuple[str, ...] = ()) -> Callable:
     """The compiled program of steps ``[lo, hi)`` (``rows``: the last step's partial batch)."""
     rows = last_batch_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
-    return chunk_program(searcher.program_for(lo, hi), hi - lo, rows)
+    return chunk_program(searcher.program_for(lo, hi), hi - lo, rows, metrics)
 
 
 def is_compiled(searcher: Searcher, what, length: int) -> bool:

@@ -23,6 +23,10 @@ numbers. One worker makes the run sequential.
 
 Rows after the last finished evaluation (the budget spent, every worker idle) keep ``score`` and
 ``report_score`` ``-inf``, ``fidelity`` ``-1`` and zero charges.
+
+Metrics (``nas.engine.runner``): ``make_mf_search(searcher, metrics=(...))`` records those metrics of
+every evaluation (``MFHistory.metrics``) and tells a multi-objective searcher the vector ``[valid,
+-metric, ...]`` of each result; without metrics nothing changes.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
-from nas.engine.runner import INIT_FOLD
+from nas.engine.runner import INIT_FOLD, told_scores
+from spaces.benchmarks.metrics import missing_metrics
 
 QUERY_FOLD = 0x7FFFFFFE  # a continuing objective's one query key per run: fold_in(key, QUERY_FOLD)
 
@@ -48,6 +53,7 @@ class MFHistory:
     cost: jax.Array  # f32[..., E]: simulated time the evaluation took (its cost, or the continued part)
     resource: jax.Array  # f32[..., E]: budget units charged
     finish: jax.Array  # f32[..., E]: the simulated clock when the result arrived
+    metrics: dict = struct.field(default_factory=dict)  # name -> f32[..., E], the metrics the run records
 
 
 @struct.dataclass
@@ -61,6 +67,7 @@ class Workers:
     test: jax.Array  # f32[W]
     cost: jax.Array  # f32[W]
     resource: jax.Array  # f32[W]
+    metrics: dict = struct.field(default_factory=dict)  # name -> f32[W], the recorded metrics of each job
 
 
 @struct.dataclass
@@ -73,17 +80,17 @@ class MFRunState:
     step: jax.Array  # int32[]
 
 
-def empty_mf_history(searcher: MultiFidelitySearcher) -> MFHistory:
+def empty_mf_history(searcher: MultiFidelitySearcher, metrics: tuple[str, ...] = ()) -> MFHistory:
     e, n = searcher.max_evaluations, searcher.space.num_tokens
     zeros = jnp.zeros((e,), jnp.float32)
     return MFHistory(
         tokens=jnp.zeros((e, n), jnp.int32), fidelity=jnp.full((e,), -1, jnp.int32),
         score=jnp.full((e,), -jnp.inf, jnp.float32), report_score=jnp.full((e,), -jnp.inf, jnp.float32),
-        cost=zeros, resource=zeros, finish=zeros,
+        cost=zeros, resource=zeros, finish=zeros, metrics=missing_metrics(tuple(metrics), e),
     )  # fmt: skip
 
 
-def idle_workers(searcher: MultiFidelitySearcher) -> Workers:
+def idle_workers(searcher: MultiFidelitySearcher, metrics: tuple[str, ...] = ()) -> Workers:
     w, n = searcher.workers, searcher.space.num_tokens
     zeros = jnp.zeros((w,), jnp.float32)
     job = Job(
@@ -91,14 +98,14 @@ def idle_workers(searcher: MultiFidelitySearcher) -> Workers:
         parent=jnp.full((w,), -1, jnp.int32), ok=jnp.zeros((w,), bool),
     )  # fmt: skip
     return Workers(job=job, busy=jnp.zeros((w,), bool), finish=zeros, valid=zeros, test=zeros, cost=zeros,
-                   resource=zeros)  # fmt: skip
+                   resource=zeros, metrics=missing_metrics(tuple(metrics), w))  # fmt: skip
 
 
-def mf_init_state(searcher: MultiFidelitySearcher, key: jax.Array) -> MFRunState:
+def mf_init_state(searcher: MultiFidelitySearcher, key: jax.Array, metrics: tuple[str, ...] = ()) -> MFRunState:
     return MFRunState(
         searcher=searcher.init(jax.random.fold_in(key, INIT_FOLD)),
-        workers=idle_workers(searcher),
-        history=empty_mf_history(searcher),
+        workers=idle_workers(searcher, metrics),
+        history=empty_mf_history(searcher, metrics),
         clock=jnp.float32(0.0),
         spent=jnp.float32(0.0),
         step=jnp.int32(0),
@@ -184,53 +191,65 @@ def fill_workers(
         valid=jnp.where(new, res["valid"], wk.valid),
         test=jnp.where(new, res["test"], wk.test),
         cost=jnp.where(new, cost, wk.cost),
+        metrics={k: jnp.where(new, res[k], v) for k, v in wk.metrics.items()},
     )
     return state.replace(searcher=s, workers=wk, spent=spent)
 
 
-def complete_next(searcher: MultiFidelitySearcher, key: jax.Array, state: MFRunState) -> tuple[MFRunState, dict]:
-    """The earliest-finishing busy worker's result is told and recorded as history row ``state.step``."""
+def complete_next(
+    searcher: MultiFidelitySearcher, key: jax.Array, state: MFRunState, objective=None, metrics: tuple[str, ...] = ()
+) -> tuple[MFRunState, dict]:
+    """The earliest-finishing busy worker's result is told and recorded as history row ``state.step``
+    (``objective``, ``metrics``: what a multi-objective searcher is told, ``nas.engine.runner.told_scores``)."""
     wk = state.workers
     w = jnp.argmin(jnp.where(wk.busy, wk.finish, jnp.inf))
     any_busy = jnp.any(wk.busy)
     job = jax.tree.map(lambda x: x[w], wk.job)
-    s, metrics = searcher.tell_if(key, job, wk.valid[w], state.searcher, any_busy)
+    result = {"valid": wk.valid[w][None], **{k: v[w][None] for k, v in wk.metrics.items()}}
+    score = wk.valid[w] if searcher.num_objectives == 1 else told_scores(searcher, result, objective, metrics)[0]
+    s, metrics = searcher.tell_if(key, job, score, state.searcher, any_busy)
     h, t = state.history, state.step
     row = {
         "tokens": job.tokens, "fidelity": job.fidelity, "score": wk.valid[w], "report_score": wk.test[w],
         "cost": wk.cost[w], "resource": wk.resource[w], "finish": wk.finish[w],
     }  # fmt: skip
     h = h.replace(**{k: getattr(h, k).at[t].set(jnp.where(any_busy, v, getattr(h, k)[t])) for k, v in row.items()})
+    h = h.replace(metrics={k: v.at[t].set(jnp.where(any_busy, wk.metrics[k][w], v[t])) for k, v in h.metrics.items()})
     clock = jnp.where(any_busy, wk.finish[w], state.clock)
     wk = wk.replace(busy=wk.busy.at[w].set(wk.busy[w] & ~any_busy))
     metrics = {**metrics, "spent": state.spent, "clock": clock}
     return state.replace(searcher=s, workers=wk, history=h, clock=clock, step=t + 1), metrics
 
 
-def mf_search_step(searcher: MultiFidelitySearcher, objective, key: jax.Array, state: MFRunState):
+def mf_search_step(searcher: MultiFidelitySearcher, objective, key: jax.Array, state: MFRunState, metrics=()):
     """One engine step (module docstring); its keys depend only on ``(key, state.step)``."""
     k_ask, k_query, k_tell = jax.random.split(jax.random.fold_in(key, state.step), 3)
     if getattr(objective, "continues", False):  # one training seed per configuration and run
         k_query = jax.random.fold_in(key, QUERY_FOLD)
     state = fill_workers(searcher, objective, k_ask, k_query, state)
-    return complete_next(searcher, k_tell, state)
+    return complete_next(searcher, k_tell, state, objective, tuple(metrics))
 
 
-def mf_run_steps(searcher: MultiFidelitySearcher, objective, key: jax.Array, state: MFRunState, num_steps: int):
-    """``num_steps`` engine steps with ``lax.scan``; returns (state, metrics[num_steps])."""
+def mf_run_steps(
+    searcher: MultiFidelitySearcher, objective, key: jax.Array, state: MFRunState, num_steps: int, metrics=()
+):
+    """``num_steps`` engine steps with ``lax.scan``; returns (state, metrics[num_steps]). The recorded metrics
+    are those ``state`` was built with (``mf_init_state(..., metrics)``; ``metrics`` must name the same)."""
+    if tuple(sorted(metrics)) != tuple(sorted(state.workers.metrics)):
+        raise ValueError(f"the run state records metrics {sorted(state.workers.metrics)}, not {list(metrics)}")
 
     def body(st, _):
-        return mf_search_step(searcher, objective, key, st)
+        return mf_search_step(searcher, objective, key, st, metrics)
 
     return jax.lax.scan(body, state, None, length=num_steps)
 
 
-def make_mf_search(searcher: MultiFidelitySearcher):
-    """``run(key, objective) -> MFHistory`` for one seed; ``vmap`` it over keys."""
+def make_mf_search(searcher: MultiFidelitySearcher, metrics: tuple[str, ...] = ()):
+    """``run(key, objective) -> MFHistory`` for one seed; ``vmap`` it over keys (``metrics``: to record)."""
 
     def run(key: jax.Array, objective) -> MFHistory:
-        state = mf_init_state(searcher, key)
-        state, _ = mf_run_steps(searcher, objective, key, state, searcher.num_steps)
+        state = mf_init_state(searcher, key, tuple(metrics))
+        state, _ = mf_run_steps(searcher, objective, key, state, searcher.num_steps, metrics)
         return state.history
 
     return run

@@ -20,7 +20,10 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
     only          comma-separated searcher labels to run ("" = all)
     searchers     label -> {"name": registered searcher or peer (nas.experiment.peers), **its options};
                   multi-fidelity searchers (nas.core.multi_fidelity) take the benchmark's fidelities
-                  and may sit beside single-fidelity ones
+                  and may sit beside single-fidelity ones; an entry may add "constraints" and
+                  "constraint_mode" (nas.experiment.multiobjective)
+    metrics       optional: the objective's metrics searched beside the score, e.g. ("latency",)
+                  (multi-objective searchers and reports: nas.experiment.multiobjective)
 
 ``searcher_configs`` builds ``config.searchers`` with every option of each
 searcher listed (defaults filled in), so any option can be overridden on the
@@ -43,6 +46,7 @@ from nas.core.multi_fidelity import MultiFidelityOptions
 from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
 from nas.engine.budget import Budget, BudgetError, check_budget
 from nas.experiment import peers
+from nas.experiment.multiobjective import ENTRY_FIELDS, config_metrics, entry_constraints
 from spaces.benchmarks.protocols import PROTOCOLS, ProtocolError
 from spaces.files import DataError
 from spaces.names import unknown
@@ -58,6 +62,7 @@ RUN_FIELDS = (
     "data_path",
     "fidelity_data",
     "benchmark_options",
+    "metrics",
     "num_trials",
     "max_queries",
     "seed",
@@ -80,6 +85,7 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
     for label, entry in entries.items():
         entry = dict(entry)
         name = entry.pop("name", None)
+        extra = {k: entry.pop(k) for k in ENTRY_FIELDS if k in entry}  # read by the experiment, not the searcher
         names = all_searcher_names()
         if name not in names:
             raise ConfigError(f"searchers.{label}.name: {unknown('searcher', name, names)}")
@@ -88,7 +94,7 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
         except (TypeError, ValueError) as e:
             raise ConfigError(f"searchers.{label}: {e}") from e
         values = {k: v for k, v in dataclasses.asdict(options).items() if k != "max_queries"}
-        out[label] = {"name": name, **values}
+        out[label] = {"name": name, **values, **extra}
     return ml_collections.ConfigDict(out, sort_keys=False)  # run and report in the order given
 
 
@@ -179,6 +185,12 @@ def validate_config(config) -> None:
     _check_int(cfg, "seed", 0, ">= 0 (a seed)")
     _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
     _check_int(cfg, "chunk_steps", 0, ">= 0 (0 = about 10 chunks per run)")
+    value = cfg.get("metrics") or ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(v, str) for v in names):
+        raise ConfigError(
+            f"config.metrics must be metric names, e.g. ('latency',) or 'latency,model_size', got {value!r}"
+        )
     check_selected(config)
 
 
@@ -259,7 +271,14 @@ def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None
     names = all_searcher_names()
     if sname not in names:
         raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, names)}")
-    opts = {k: v for k, v in entry.items() if k != "name"}
+    opts = {k: v for k, v in entry.items() if k != "name" and k not in ENTRY_FIELDS}
+    try:
+        entry_constraints(entry)
+    except ValueError as e:
+        raise ConfigError(f"config.searchers.{label}.constraints: {e}") from e
+    if entry.get("constraint_mode", "penalty") not in ("penalty", "filter"):
+        raise ConfigError(f"config.searchers.{label}.constraint_mode must be 'penalty' or 'filter', "
+                          f"got {entry['constraint_mode']!r}")  # fmt: skip
     if "max_queries" in opts:
         raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
     if fidelities is not None and is_multi_fidelity_name(sname):
@@ -275,6 +294,12 @@ def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None
         options = options_factory(sname)(sname, max_queries=max_queries, **opts)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
+    wanted = 1 + len(config_metrics(to_dict(config)))
+    if hasattr(options, "num_objectives") and options.num_objectives != wanted:
+        raise ConfigError(
+            f"config.searchers.{label}.num_objectives={options.num_objectives}, but config.metrics names "
+            f"{wanted - 1} metric(s) ({wanted} objectives with the score); set one to match the other"
+        )
     return options
 
 

@@ -13,6 +13,11 @@ searchers, so a comparison table shows it beside them. Registered peers:
 - ``syne_tune``: Syne Tune's ASHA and asynchronous Hyperband in Syne Tune's simulator, on objectives
   with fidelities; it returns the ``MFHistory`` of our multi-fidelity searchers
   (``nas.experiment.syne_tune_peer``, which says how it is run).
+- ``optuna_mo`` and ``syne_tune_morea``: Optuna's ``NSGAIISampler`` and multi-objective ``TPESampler``,
+  and Syne Tune's multi-objective regularized evolution, on the score and the run's metrics
+  (``nas.experiment.mo_peers``). Run with ``metrics=(...)``, a multi-objective peer is told the vector
+  ``[valid, +-metric, ...]`` (every component maximized, ``spaces.benchmarks.metrics``) under the
+  protocol below; any peer's history records the named metrics.
 
 The rest of this docstring is the ``tpe`` protocol, identical to our searchers' (``nas.engine.runner``):
 
@@ -83,6 +88,7 @@ from nas.engine.multi_fidelity_runner import MFHistory
 from nas.engine.runner import INIT_FOLD, History
 from nas.experiment import syne_tune_peer
 from spaces.base import Space
+from spaces.benchmarks.metrics import objective_vector
 from spaces.files import MissingPackageError
 from spaces.hpo import HPOSpace
 from spaces.names import lookup
@@ -91,11 +97,8 @@ FALLBACK_FOLD = 0x5EED0000  # fallback draws use fold_in(k_s, FALLBACK_FOLD + t)
 
 
 @dataclasses.dataclass(frozen=True)
-class TPEOptions(SearcherOptions):
-    """Attributes:
-    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
-    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
-    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
+class HostPeerOptions(SearcherOptions):
+    """The options of the protocol below, every host peer's (``batch_size`` 1):
     max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
     fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
     repeats: ``fallback`` (a repeated proposal is not queried: told as failed, then ``fallback``) or
@@ -103,9 +106,6 @@ class TPEOptions(SearcherOptions):
     seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
     """
 
-    n_startup_trials: int = 10
-    n_ei_candidates: int = 24
-    multivariate: bool = False
     max_repeats: int = 5
     fallback: str = "mutate"
     repeats: str = "fallback"
@@ -114,12 +114,32 @@ class TPEOptions(SearcherOptions):
     def check(self):
         super().check()
         if self.batch_size != 1:
-            raise ValueError(f"TPE proposes one configuration at a time: batch_size must be 1, got {self.batch_size}")
-        positive(self, "n_ei_candidates", "max_repeats")
+            raise ValueError(f"a host peer proposes one configuration at a time: batch_size must be 1, got "
+                             f"{self.batch_size}")  # fmt: skip
+        positive(self, "max_repeats")
         one_of(self, "fallback", ("mutate", "uniform"))
         one_of(self, "repeats", ("fallback", "requery"))
-        if self.n_startup_trials < 0 or self.seeds_per_group < 0:
-            raise ValueError("n_startup_trials and seeds_per_group must be >= 0")
+        if self.seeds_per_group < 0:
+            raise ValueError(f"seeds_per_group must be >= 0, got {self.seeds_per_group}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TPEOptions(HostPeerOptions):
+    """Attributes (and the protocol's, ``HostPeerOptions``):
+    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
+    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
+    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
+    """
+
+    n_startup_trials: int = 10
+    n_ei_candidates: int = 24
+    multivariate: bool = False
+
+    def check(self):
+        super().check()
+        positive(self, "n_ei_candidates")
+        if self.n_startup_trials < 0:
+            raise ValueError(f"n_startup_trials must be >= 0, got {self.n_startup_trials}")
 
 
 def import_optuna():
@@ -276,10 +296,13 @@ def host_programs(peer: Peer, objective, keys: jax.Array) -> list[tuple[Callable
 
 
 def run_group(
-    peer: Peer, keys: jax.Array, query: Callable, on_query: Callable[[int], None] | None = None
-) -> tuple[dict, dict]:
+    peer: Peer, keys: jax.Array, query: Callable, on_query: Callable[[int], None] | None = None,
+    metrics: tuple[str, ...] = (), told: Callable[[dict], np.ndarray] | None = None,
+) -> tuple[dict, dict]:  # fmt: skip
     """Lockstep run of ``len(keys)`` seeds: history arrays ``[G, Q, ...]`` and mean repeat/fallback counts;
-    ``on_query(t)`` after the group's ``t``-th query (progress)."""
+    ``on_query(t)`` after the group's ``t``-th query (progress). ``metrics``: recorded (``metric.<name>``);
+    ``told(res) -> f64[G] or f64[G, M]``: what each seed's peer is told (default ``res["valid"]``); a row
+    with a non-finite value is told as a failed trial."""
     space, q, g = peer.space, peer.max_queries, keys.shape[0]
     sid, sample, mutate = host_functions(space)
     props = [peer.proposer(jax.random.fold_in(k, INIT_FOLD)) for k in keys]
@@ -289,6 +312,7 @@ def run_group(
         "score": np.zeros((g, q), np.float32),
         "report_score": np.zeros((g, q), np.float32),
         "cost": np.zeros((g, q), np.float32),
+        **{METRIC + n: np.zeros((g, q), np.float32) for n in metrics},
     }
     repeats, fallbacks = np.zeros(g), np.zeros(g)
     for t in range(q):
@@ -305,7 +329,10 @@ def run_group(
                 i = int(sid(tokens))
                 if i >= 0 and i not in seen[s]:
                     break
-                prop.tell(trial, None)  # a repeat or an invalid string: a failed trial, which TPE ignores
+                if hasattr(prop, "reject"):  # a peer without failed trials drops the proposal
+                    prop.reject(trial)
+                else:
+                    prop.tell(trial, None)  # a failed trial, which TPE ignores
                 repeats[s] += 1
             else:  # the peer keeps proposing evaluated configurations: an unseen one instead (TPEOptions.fallback)
                 fallbacks[s] += 1
@@ -326,13 +353,18 @@ def run_group(
             trials.append((trial, tokens, i))
         toks = np.stack([tk for _, tk, _ in trials])[:, None, :]
         res = jax.tree_util.tree_map(np.asarray, query(query_keys(keys, t), jnp.asarray(toks)))
+        values = res["valid"][:, 0] if told is None else told({k: v[:, 0] for k, v in res.items()})
         for s, (trial, tokens, i) in enumerate(trials):
             v = float(res["valid"][s, 0])
             seen[s][i] = v
-            props[s].tell(trial, v)
+            value = np.asarray(values[s], np.float64)
+            ok = bool(np.all(np.isfinite(value)))
+            props[s].tell(trial, (float(value) if value.ndim == 0 else value.tolist()) if ok or told is None else None)
             out["tokens"][s, t] = tokens
             for k_out, k_res in (("score", "valid"), ("report_score", "test"), ("cost", "cost")):
                 out[k_out][s, t] = res[k_res][s, 0]
+            for n in metrics:
+                out[METRIC + n][s, t] = res[n][s, 0]
         if on_query is not None:
             on_query(t + 1)
     return out, {"repeats": float(repeats.mean()), "fallbacks": float(fallbacks.mean())}
@@ -347,6 +379,19 @@ def history_arrays(peer: Peer, seeds: int) -> dict[str, np.ndarray]:
 
 
 HISTORY = ("tokens", "score", "report_score", "cost")
+METRIC = "metric."  # a recorded metric's array in the peer's state (nas.experiment.workdir)
+
+
+def told_values(peer: Peer, objective, metrics: tuple[str, ...]) -> Callable[[dict], np.ndarray] | None:
+    """What a multi-objective peer is told: ``[valid, +-metric...]`` of its first ``num_objectives - 1``
+    metrics (``spaces.benchmarks.metrics.objective_vector``); None for a single-objective peer."""
+    m = int(getattr(peer.options, "num_objectives", 1))
+    if m == 1:
+        return None
+    if len(metrics) < m - 1:
+        raise ValueError(f"{peer.registry_name} optimizes {m} objectives; the run names {len(metrics)} metrics")
+    names = tuple(metrics[: m - 1])
+    return lambda res: np.asarray(objective_vector(res, objective, names), np.float64)
 
 
 def run_peer(
@@ -362,14 +407,21 @@ def run_peer(
     on_chunk: Callable[[dict], None] | None = None,
     report: Callable | None = None,
     chunk_steps: int = 0,
+    metrics: tuple[str, ...] = (),
 ) -> History | MFHistory | None:
-    """``run_chunked``'s contract for a peer: a chunk is a group of seeds; None when ``max_chunks`` stopped it."""
+    """``run_chunked``'s contract for a peer: a chunk is a group of seeds; None when ``max_chunks`` stopped it.
+    ``metrics``: the objective's metrics to record (and to tell a multi-objective peer)."""
     del chunk_steps  # a peer's unit of work is a group of seeds
-    s, mf = keys.shape[0], peer.multi_fidelity
+    s, mf, metrics = keys.shape[0], peer.multi_fidelity, tuple(metrics)
+    if mf and metrics:
+        raise ValueError(f"{peer.registry_name} (multi-fidelity) does not record metrics; run it without")
+    told = told_values(peer, objective, metrics)
     per = peer.options.seeds_per_group or s
     bounds = list(range(0, s, per)) + [s]
-    fprint = checkpoint.run_fingerprint(peer, keys, fingerprint_extra)
-    like = {"done": np.zeros((), np.int32), **history_arrays(peer, s)}
+    extra = fingerprint_extra + (f" metrics={list(metrics)}" if metrics else "")
+    fprint = checkpoint.run_fingerprint(peer, keys, extra)
+    like = {"done": np.zeros((), np.int32), **history_arrays(peer, s),
+            **{METRIC + n: np.zeros((s, peer.max_queries), np.float32) for n in metrics}}  # fmt: skip
     q = like["score"].shape[1]
     state = like if ckpt_path is None else (checkpoint.load(ckpt_path, like, fprint) or like)
     state = {k: np.array(v) for k, v in state.items()}
@@ -384,7 +436,7 @@ def run_peer(
         if max_chunks is not None and done_now >= max_chunks:
             return None
         if mf:
-            arrays, metrics = syne_tune_peer.run_group(peer.space, peer.options, keys[lo:hi], objective)
+            arrays, group_metrics = syne_tune_peer.run_group(peer.space, peer.options, keys[lo:hi], objective)
         else:
             compile_ahead(host_programs(peer, objective, keys[lo:hi]), name, progress)
 
@@ -392,7 +444,7 @@ def run_peer(
                 if progress:
                     show_progress(name, c, groups, t, time.perf_counter() - t0, unit="seed groups", part=t / q)
 
-            arrays, metrics = run_group(peer, keys[lo:hi], query, on_query)
+            arrays, group_metrics = run_group(peer, keys[lo:hi], query, on_query, metrics, told)
         for k, v in arrays.items():
             state[k][lo:hi] = v
         state["done"] = np.asarray(hi, np.int32)
@@ -401,7 +453,7 @@ def run_peer(
             score = state["score"][:hi]  # a multi-fidelity run's incumbent: the best at the top fidelity
             score = top_fidelity_score(score, state["fidelity"][:hi], len(peer.options.fidelities)) if mf else score
             info = {"chunk": c + 1, "num_chunks": len(bounds) - 1, "step": c + 1, "seeds_done": hi, "queries": q}
-            info.update({"elapsed_s": time.perf_counter() - t0, "metrics": metrics})
+            info.update({"elapsed_s": time.perf_counter() - t0, "metrics": group_metrics})
             has_test = getattr(objective, "has_test", True)
             info.update(incumbent_stats(score, state["report_score"][:hi], q, report, has_test))
             on_chunk(info)
@@ -414,4 +466,7 @@ def run_peer(
     sys.stderr.flush()
     if mf:
         return MFHistory(**{k: state[k] for k in HISTORY + ("fidelity", "resource", "finish")})
-    return History(**{k: state[k] for k in HISTORY})
+    return History(**{k: state[k] for k in HISTORY}, metrics={n: state[METRIC + n] for n in metrics})
+
+
+import nas.experiment.mo_peers  # noqa: E402, F401  (builds on the classes above; registers the multi-objective peers)

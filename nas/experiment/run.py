@@ -26,6 +26,7 @@ import numpy as np
 from nas.core.dedup import count_repeats
 from nas.engine.devices import from_lead, is_lead
 from nas.engine.host_loop import run_chunked
+from nas.experiment import multiobjective as mo
 from nas.experiment import peers
 from nas.experiment import report as rep
 from nas.experiment.config import (
@@ -43,6 +44,8 @@ from nas.experiment.config import (
     with_data_files,
 )
 from nas.experiment.workdir import Workdir
+from spaces.benchmarks.constrained import constrain
+from spaces.benchmarks.metrics import check_metrics
 from spaces.benchmarks.objective import fidelity_budgets
 
 __all__ = ["ConfigError", "run_experiment", "write_reports", "validate_config"]
@@ -70,6 +73,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
         check_run_budget(config, label, bench.space, searchers[label])  # the memory of its run state
     keys = trial_keys(config)
     entries = searcher_entries(config)
+    recorded = mo.recorded_metrics(cfg, entries)
+    objectives = objectives_of(bench, recorded, {label: entries[label] for label in searchers})
     lead = is_lead()
     for field, path in found.items():
         if lead:
@@ -85,7 +90,8 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
                 if lead:
                     print(f"{label}: finished earlier, skipped ({wd.history_path(label)})", flush=True)
                 continue
-            extra = json.dumps({"entry": entries[label], **{k: cfg.get(k) for k in RUN_FIELDS}}, sort_keys=True)
+            fields = {k: cfg.get(k) for k in RUN_FIELDS if k != "metrics"}  # the runner adds the recorded metrics
+            extra = json.dumps({"entry": entries[label], **fields}, sort_keys=True)
             if lead and hasattr(searcher, "schedule"):  # a multi-fidelity schedule, said once
                 print(searcher.schedule(getattr(bench, "fidelity_unit", "")), flush=True)
                 if len(budgets) == 1:
@@ -98,7 +104,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
             run = peers.run_peer if isinstance(searcher, peers.Peer) else run_chunked  # a peer: host ask/tell
             h = run(
                 searcher,
-                bench,
+                objectives[label],
                 keys,
                 chunk_steps=int(get(cfg, "chunk_steps", 0)),
                 ckpt_path=wd.ckpt_path(label),
@@ -108,6 +114,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
                 max_chunks=max_chunks,
                 on_chunk=log,
                 report=bench.report,
+                metrics=recorded,
             )
             if h is None:
                 interrupted = True
@@ -119,6 +126,23 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
         if interrupted:
             return None
         return write_reports(config, wd, bench) if lead else {}
+
+
+def objectives_of(bench, recorded: tuple[str, ...], entries: dict[str, dict]) -> dict:
+    """Each searcher's objective: ``bench``, or ``bench`` under the entry's constraints
+    (``spaces.benchmarks.constrained``); a ConfigError when a metric or constraint does not fit ``bench``."""
+    try:
+        check_metrics(bench, recorded)
+    except ValueError as e:
+        raise ConfigError(f"config.metrics / constraints: {e}") from e
+    out = {}
+    for label, entry in entries.items():
+        cons = mo.entry_constraints(entry)
+        try:
+            out[label] = constrain(bench, cons, entry.get("constraint_mode") or "penalty") if cons else bench
+        except ValueError as e:
+            raise ConfigError(f"config.searchers.{label}.constraints: {e}") from e
+    return out
 
 
 @contextlib.contextmanager
@@ -160,7 +184,19 @@ def write_reports(config, workdir: str | Workdir, bench=None) -> dict:
     )
     for label, h in histories.items():  # the "never re-query" promise, checked on what was actually queried
         summary["searchers"][label]["repeated_queries"] = count_repeats(bench.space, h["tokens"], h.get("fidelity"))
+    entries = searcher_entries(config)
+    names, sets = mo.config_metrics(cfg), mo.constraint_sets(entries)
+    free = {lb: h for lb, h in histories.items() if not mo.entry_constraints(entries[lb])}
+    drawn = None
+    if names and free:  # fronts and hypervolume of the unconstrained searchers (nas.experiment.pareto_report)
+        summary["pareto"], drawn = mo.pareto_summary(bench, free, names, int(cfg["max_queries"]))
+    if sets:  # the incumbent under each constraint: its own searchers and the unconstrained ones
+        summary["constraints"] = mo.constraint_summary(bench, histories, entries, sets, int(cfg["max_queries"]))
     rep.write_json(wd.file("summary.json"), summary)
     rep.write_csv(wd.file("results.csv"), summary)
     rep.plot_curves(wd.file("curves.png"), curves, summary, compute=rep.compute_curves(bench, histories, summary))
+    if drawn is not None:
+        from nas.experiment.pareto_figure import plot_pareto
+
+        plot_pareto(wd.file("pareto.png"), summary, drawn, bench.report)
     return summary

@@ -2,7 +2,8 @@
 
     config.json             the config of the run (a rerun must agree on what the numbers mean)
     history/<label>.npz     every trial's queries of a finished searcher (a multi-fidelity one's evaluations,
-                            with their fidelity, resource and finish time)
+                            with their fidelity, resource and finish time; ``metric.<name>``: the metrics
+                            the run records, ``config.metrics``)
     ckpt/<label>.npz        checkpoint of an unfinished searcher (``nas.engine.checkpoint``)
     metrics.jsonl           one JSON line per compiled chunk and searcher (progress)
     summary.json, results.csv, curves.png   the reports (``nas.experiment.report``)
@@ -36,6 +37,7 @@ from spaces.files import savez_atomic, write_text_atomic
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
 # a multi-fidelity searcher's history also has (nas.engine.multi_fidelity_runner.MFHistory); older workdirs lack them
 MF_HISTORY_FIELDS = ("fidelity", "resource", "finish")
+METRIC_PREFIX = "metric."  # a recorded metric's array in a history file (History.metrics)
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -163,6 +165,7 @@ class Workdir:
     def save_history(self, label: str, history, entry: dict) -> None:
         fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if hasattr(history, k))
         arrays = {k: np.asarray(getattr(history, k)) for k in fields}
+        arrays.update({METRIC_PREFIX + k: np.asarray(v) for k, v in (getattr(history, "metrics", None) or {}).items()})
         savez_atomic(self.history_path(label), {**arrays, "entry": np.asarray(json.dumps(entry))})
 
     def load_history(self, label: str) -> dict[str, np.ndarray]:
@@ -171,7 +174,9 @@ class Workdir:
         try:
             with np.load(path, allow_pickle=False) as z:
                 fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if k in z.files)  # older: none
-                return {k: z[k] for k in fields}
+                out = {k: z[k] for k in fields}
+                metrics = {k[len(METRIC_PREFIX) :]: z[k] for k in z.files if k.startswith(METRIC_PREFIX)}
+                return {**out, "metrics": metrics} if metrics else out
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             raise ConfigError(
                 f"{path} is unreadable ({type(e).__name__}: {e}); delete it to run searcher {label!r} again"

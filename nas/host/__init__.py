@@ -7,6 +7,8 @@
   ``mf_schedule``: the compiled engine's steps, worker slots, budget and keys, one event at a time.
 - ``trials``: ``Trial`` (params, budget, parent, checkpoint folders, ``report``/``should_prune``),
   ``TrialPruned``, ``NoTrialNow``, ``BudgetSpent``.
+- ``objectives``: ``directions=[...]``, several values per trial (Optuna's multi-objective studies):
+  the checks, the row a multi-objective searcher is told, ``best_trials`` (the Pareto front).
 - ``pruning``: ASHA's stopping rule and Hyperband's brackets as pruners (jitted decisions on rung arrays).
 - ``study_base``: what every Study shares: trials by number under a lock, reports, storage and replay,
   ``trials_dataframe``; ``storage``: the journal file and SQLite.

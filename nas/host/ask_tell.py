@@ -36,8 +36,10 @@ workers (``nas.host.workers``); ``storage=`` keeps a journal that ``Study.load``
 Values: a real number (int or float), or None for a failed evaluation (the
 searcher sees ``-inf``, the score of an invalid string, and the trial never
 becomes the best). ``direction="minimize"`` feeds ``-value`` to the searchers
-(they maximize). ``tell`` refuses NaN, infinities, strings, booleans, arrays
-and the like with a clear error; ``optimize`` records a NaN or infinite
+(they maximize). Several objectives (``directions=["minimize", "maximize"]`` with a
+multi-objective searcher such as ``nsga2``): a list of numbers per trial, ``trial.values``,
+``study.best_trials`` the Pareto front (``nas.host.objectives``). ``tell`` refuses NaN, infinities,
+strings, booleans, arrays and the like with a clear error; ``optimize`` records a NaN or infinite
 objective value as a failed evaluation, with a warning.
 
 Keys follow ``nas.engine.runner.search_step`` (init ``fold_in(key, INIT_FOLD)``, step
@@ -58,7 +60,6 @@ cache (``nas.engine.devices.enable_compilation_cache``) keeps the programs acros
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -69,10 +70,11 @@ import numpy as np
 
 from nas.core.searcher import available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
+from nas.host import objectives as obj
 from nas.host.programs import program_space, study_programs
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
-from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, is_nonfinite, now
+from nas.host.trials import BudgetSpent, NoTrialNow, Trial, nonfinite, now, read_values
 from nas.host.workers import make_backend, run_trials
 from spaces.base import CategoricalSpace, Space
 from spaces.params import declared_space, is_declared
@@ -116,6 +118,10 @@ class Study(StudyBase):
     def __new__(cls, *args, **kwargs):
         searcher = args[1] if len(args) > 1 else kwargs.get("searcher", "regularized_evolution")
         if cls is Study and isinstance(searcher, str) and getattr(searcher_class(searcher), "multi_fidelity", False):
+            if kwargs.get("directions") is not None or obj.is_multi_objective(searcher):
+                raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
+                                 f"multi-objective searchers {obj.multi_objective_searchers()}, MO-ASHA runs in "
+                                 "the compiled runner (configs/multiobjective.py)")  # fmt: skip
             from nas.host.mf_study import MultiFidelityStudy
 
             return MultiFidelityStudy(*args, **kwargs)  # not a Study: Python does not call __init__ again
@@ -125,10 +131,11 @@ class Study(StudyBase):
         self,
         space: Space | dict[str, Any],
         searcher: str = "regularized_evolution",
-        direction: str = "minimize",
+        direction: str | None = None,
         seed: int = 0,
         max_queries: int = 100,
         *,
+        directions=None,
         fidelities=None,
         pruner=None,
         pruned: str = "last_value",
@@ -136,8 +143,12 @@ class Study(StudyBase):
         directory=None,
         **searcher_kwargs,
     ):
-        if direction not in ("minimize", "maximize"):
-            raise ValueError(f"direction must be 'minimize' or 'maximize', got {direction!r}")
+        searcher_kwargs = dict(searcher_kwargs)
+        self.directions = obj.resolve_directions(direction, directions, searcher, searcher_kwargs)
+        self.num_objectives = len(self.directions)
+        if self.num_objectives > 1 and (pruner is not None or fidelities is not None):
+            raise ValueError("a pruner reads one value per step: a study with several directions takes no pruner "
+                             "or fidelities (as Optuna's)")  # fmt: skip
         self._space_arg, self.space = space, make_space(space)
         if getattr(searcher_class(searcher), "multi_fidelity", False):
             raise ValueError(f"{searcher!r} is a multi-fidelity searcher: build it with Study(space, {searcher!r}, "
@@ -152,7 +163,7 @@ class Study(StudyBase):
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
         self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=seed)
         check_budget(self._budget, self.space)
-        self.direction = direction
+        self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
         self.seed = int(seed)
         self.max_queries = int(max_queries)
         self._name = searcher
@@ -163,9 +174,11 @@ class Study(StudyBase):
         self._setup_base(storage, directory, make_pruner(pruner, fidelities))
 
     def _settings(self) -> dict:
+        several = self.num_objectives > 1
         return dict(space=self._space_arg, searcher=self._name, direction=self.direction, seed=self.seed,
-                    max_queries=self.max_queries, pruner=None if self.pruner is None else self.pruner.spec(),
-                    pruned=self.pruned, directory=self.directory, **self._kwargs)  # fmt: skip
+                    directions=list(self.directions) if several else None, max_queries=self.max_queries,
+                    pruner=None if self.pruner is None else self.pruner.spec(), pruned=self.pruned,
+                    directory=self.directory, **self._kwargs)  # fmt: skip
 
     def _build(self) -> None:
         self.searcher = make_searcher(self._name, self.space, max_queries=self.max_queries, **self._kwargs)
@@ -246,15 +259,15 @@ class Study(StudyBase):
         return self.pruner is not None
 
     # -- tell ------------------------------------------------------------------
-    def tell(self, trial: Trial | int, value: float | None) -> None:
-        """Records ``value`` (a real number; None = failed) for ``trial`` (a Trial or its number);
-        updates the searcher when its batch is complete."""
+    def tell(self, trial: Trial | int, value) -> None:
+        """Records ``value`` (a real number, a list of one per direction; None = failed) for ``trial`` (a Trial
+        or its number); updates the searcher when its batch is complete."""
         with self._lock:
             t = self.get_trial(trial)
-            v = as_value(value, t.number)
-            if v is not None and not math.isfinite(v):
+            v = read_values(value, t.number, self.num_objectives)
+            if v is not None and nonfinite(v):
                 raise ValueError(
-                    f"objective value of trial {t.number} ({t.params}) is {v}; return a finite number, "
+                    f"objective value of trial {t.number} ({t.params}) is {v}; return finite numbers, "
                     "or tell(trial, None) to record a failed evaluation"
                 )
             self._finish(t, v, "failed" if v is None else "complete", None)
@@ -263,7 +276,12 @@ class Study(StudyBase):
         with self._lock:
             if trial.state != "pending" or not any(trial is b for b in self._batch):
                 raise ValueError(f"trial {trial.number} is not a pending trial of this study (state {trial.state!r})")
-            trial.value, trial.state = (None if state == "failed" else value), state
+            value = None if state == "failed" else value
+            if self.num_objectives > 1:  # a pruned trial (TrialPruned from the objective) keeps no vector
+                complete = value is not None and state == "complete"
+                trial.values, trial.state = ([float(v) for v in value] if complete else None), state
+            else:
+                trial.value, trial.state = value, state
             trial.cost = None if cost is None else float(cost)
             trial.datetime_complete = now()
             self._journal_tell(trial)
@@ -272,6 +290,8 @@ class Study(StudyBase):
     def _score(self, trial: Trial) -> float:
         """What the searcher is told: the value (negated to minimize), a pruned trial's last value unless
         ``pruned='failed'``, ``-inf`` for a failed one."""
+        if self.num_objectives > 1:  # a row to maximize (nas.host.objectives); a failed trial: -inf throughout
+            return obj.told_row(trial.values if trial.state == "complete" else None, self.directions)
         counts = trial.state == "complete" or (trial.state == "pruned" and self.pruned == "last_value")
         return self._sign() * trial.value if counts and trial.value is not None else -np.inf
 
@@ -348,7 +368,7 @@ class Study(StudyBase):
                 if exc is not None:
                     error = error or exc  # stays pending: evaluated again by the next optimize
                     continue
-                if value is not None and not isinstance(value, bool) and is_nonfinite(value):
+                if value is not None and not isinstance(value, bool) and nonfinite(value):
                     msg = f"trial {t.number}: the objective returned {value}; recorded as a failed evaluation"
                     warnings.warn(msg, stacklevel=2)
                     value = None
@@ -378,7 +398,19 @@ class Study(StudyBase):
 
     # -- results -------------------------------------------------------------------
     @property
+    def best_trials(self) -> list[Trial]:
+        """The completed trials on the Pareto front of the directions (one objective: those with the best
+        value), in trial order, as Optuna's ``study.best_trials``."""
+        done = [t for t in self.trials if t.state == "complete"]
+        if self.num_objectives == 1:
+            return [t for t in done if t.value == self.best_trial.value] if done else []
+        return obj.pareto_front(done, self.directions)
+
+    @property
     def best_trial(self) -> Trial:
+        if self.num_objectives > 1:
+            raise RuntimeError("a study with several directions has no single best trial: use study.best_trials, "
+                               "the Pareto front")  # fmt: skip
         done = [t for t in self.trials if t.state == "complete"]
         if not done:
             raise ValueError("no completed trial yet")

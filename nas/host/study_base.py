@@ -28,11 +28,12 @@ import warnings
 import numpy as np
 
 from nas.host import storage as st
-from nas.host.trials import Trial, as_value, checkpoint_key, now
+from nas.host.trials import Trial, as_value, checkpoint_key, nonfinite, now, read_values
 
 
 class StudyBase:
     kind = ""  # "single" | "multi_fidelity": which class Study.load builds
+    num_objectives = 1  # a multi-objective Study's: len(directions) (nas.host.objectives)
 
     def _setup_base(self, storage, directory, pruner=None) -> None:
         self._lock = threading.RLock()
@@ -124,7 +125,7 @@ class StudyBase:
                 raise st.StorageError(f"{where}: replaying, the pruner decided otherwise for trial {r['number']}")
         elif event == "tell":
             trial = self.trials[r["number"]]
-            self._finish(trial, r["value"], r["state"], r.get("cost"))
+            self._finish(trial, r["values"] if "values" in r else r["value"], r["state"], r.get("cost"))
             trial.datetime_complete = _time(r.get("complete"))
 
     def _ask_replayed(self, record: dict) -> Trial:
@@ -201,12 +202,12 @@ class StudyBase:
         if event.kind == "error":
             self._finish(trial, None, "failed", event.elapsed)
             return
-        value = as_value(event.value, trial.number) if event.kind == "done" else None
+        value = read_values(event.value, trial.number, self.num_objectives) if event.kind == "done" else None
         if event.kind == "pruned" or trial.number in self._stopped:
             if value is None and trial.intermediate_values:
                 value = trial.intermediate_values[max(trial.intermediate_values)]
             self._finish(trial, value, "pruned", event.elapsed)
-        elif value is not None and not math.isfinite(value):
+        elif value is not None and nonfinite(value):
             warnings.warn(f"trial {trial.number}: the objective returned {value}; recorded as a failed evaluation",
                           stacklevel=4)  # fmt: skip
             self._finish(trial, None, "failed", event.elapsed)
@@ -214,8 +215,11 @@ class StudyBase:
             self._finish(trial, value, "complete" if value is not None else "failed", event.elapsed)
 
     def _journal_tell(self, trial: Trial) -> None:
-        self._journal({"event": "tell", "number": trial.number, "state": trial.state, "value": trial.value,
-                       "cost": trial.cost, "complete": _iso(trial.datetime_complete)})  # fmt: skip
+        record = {"event": "tell", "number": trial.number, "state": trial.state, "value": trial.value,
+                  "cost": trial.cost, "complete": _iso(trial.datetime_complete)}  # fmt: skip
+        if self.num_objectives > 1:
+            record["values"] = trial.values
+        self._journal(record)
 
     def _passes_trial(self) -> bool:
         """Whether ``optimize`` hands the objective the trial (else its params)."""
@@ -232,15 +236,19 @@ class StudyBase:
         return self.best_trial.value
 
     def trials_dataframe(self):
-        """A ``pandas.DataFrame``, one row per trial, as Optuna's: number, value, state, the budget and parent of
-        multi-fidelity trials, start, end, duration, cost, and one ``params_<name>`` column per hyperparameter."""
+        """A ``pandas.DataFrame``, one row per trial, as Optuna's: number, value (a multi-objective study:
+        ``values_0``, ``values_1``, ...), state, the budget and parent of multi-fidelity trials, start, end,
+        duration, cost, and one ``params_<name>`` column per hyperparameter."""
         try:
             import pandas as pd
         except ImportError:
             raise ImportError("trials_dataframe needs pandas: pip install pandas") from None
         rows = []
         for t in self.trials:
-            row = {"number": t.number, "value": t.value, "state": t.state, "fidelity": t.fidelity, "budget": t.budget,
+            m = self.num_objectives
+            value = {"value": t.value} if m == 1 else {f"values_{i}": None if t.values is None else t.values[i]
+                                                        for i in range(m)}  # fmt: skip
+            row = {"number": t.number, **value, "state": t.state, "fidelity": t.fidelity, "budget": t.budget,
                    "parent": t.parent, "datetime_start": t.datetime_start, "datetime_complete": t.datetime_complete,
                    "duration": t.duration, "cost": t.cost}  # fmt: skip
             params = t.params if isinstance(t.params, dict) else {"": t.params}

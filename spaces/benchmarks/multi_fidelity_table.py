@@ -77,6 +77,8 @@ class MultiFidelityTable(Objective):
     row_ids = property(lambda self: self.top.row_ids)
     size = property(lambda self: self.top.size)
     num_seeds = property(lambda self: self.top.num_seeds)
+    metric_info = property(lambda self: self.top.metric_info)
+    columns = property(lambda self: self.top.columns)
 
     def rows(self, tokens: jax.Array) -> jax.Array:
         return self.top.rows(tokens)
@@ -101,7 +103,7 @@ class MultiFidelityTable(Objective):
             return self.top.query(key, tokens)
         fidelity = jnp.broadcast_to(jnp.asarray(fidelity, jnp.int32), tokens.shape[:1])
         per_level = [lvl.query(key, tokens) for lvl in self.levels]
-        fill = {"valid": -jnp.inf, "test": -jnp.inf, "cost": 0.0}
+        fill = {"valid": -jnp.inf, "test": -jnp.inf, "cost": 0.0, **{k: jnp.nan for k in self.top.columns}}
         return {
             k: jnp.select([fidelity == i for i in range(len(self.levels))], [r[k] for r in per_level], fill[k])
             for k in fill

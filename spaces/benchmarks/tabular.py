@@ -31,6 +31,7 @@ import numpy as np
 from flax import struct
 
 from spaces.base import Space
+from spaces.benchmarks.metrics import check_columns, metric_infos
 from spaces.benchmarks.objective import REPORTS, Objective, check_fidelities
 from spaces.benchmarks.protocols import check_protocol, check_runs_for, padded_runs, split_test
 
@@ -48,6 +49,8 @@ class TabularBenchmark(Objective):
     protocol: str = struct.field(pytree_node=False, default="mean")
     has_test: bool = struct.field(pytree_node=False, default=True)
     report_kind: str = struct.field(pytree_node=False, default="acc_pct")
+    columns: dict = struct.field(default_factory=dict)  # metric name -> f32[R] (spaces.benchmarks.metrics)
+    metric_info: tuple = struct.field(pytree_node=False, default=())  # a Metric per column, in order
     cost_unit: str = struct.field(pytree_node=False, default="")  # what ``cost`` counts, e.g. "s"
 
     @classmethod
@@ -67,6 +70,8 @@ class TabularBenchmark(Objective):
         report_kind: str = "acc_pct",
         fidelities=None,
         fidelity_unit: str = "",
+        metrics: dict | None = None,
+        metric_info=(),
         cost_unit: str = "",
     ) -> TabularBenchmark:
         """Validates host arrays and moves them to the device.
@@ -85,6 +90,10 @@ class TabularBenchmark(Objective):
 
         ``cost`` (f32[R], e.g. training seconds: ``cost_unit="s"``) is optional: zeros when absent.
 
+        ``metrics`` (``{name: f32[R]}``, finite) are named metrics the query returns beside the scores
+        (``spaces.benchmarks.metrics``); ``metric_info`` declares each one (a ``Metric``, or a tuple
+        ``(name, unit[, direction])``).
+
         With ``fidelities`` (increasing budgets in ``fidelity_unit``, e.g. ``(12, 200)`` epochs) every
         array has a leading fidelity axis, one value per fidelity (``valid`` f32[F, R, S] or f32[F, R],
         ``test`` and ``cost`` f32[F, R]), and the result is a
@@ -94,7 +103,8 @@ class TabularBenchmark(Objective):
             return _build_levels(
                 cls, name=name, space=space, valid=valid, cost=cost, test=test, fidelities=fidelities,
                 fidelity_unit=fidelity_unit, rows=dict(strings=strings, string_ids=string_ids, row_ids=row_ids,
-                dense=dense), protocol=protocol, report_kind=report_kind, cost_unit=cost_unit,
+                dense=dense), protocol=protocol, report_kind=report_kind, cost_unit=cost_unit, metrics=metrics,
+                metric_info=metric_info,
             )  # fmt: skip
         given = [x is not None for x in (strings, string_ids, row_ids)] + [dense]
         if sum(given) != 1:
@@ -107,6 +117,8 @@ class TabularBenchmark(Objective):
             raise ValueError(f"{name}: valid must be f32[R] or f32[R, S] with one row or more, got shape {valid.shape}")
         num_rows = valid.shape[0]
         cost = np.zeros((num_rows,), np.float32) if cost is None else np.asarray(cost, np.float32)
+        metric_info = metric_infos(metric_info)
+        columns = check_columns(name, metrics or {}, metric_info, num_rows)
         for arr, what in ((cost, "cost"), (None if np.ndim(test) == 2 else test, "test")):
             if arr is not None and np.shape(arr) != (num_rows,):
                 raise ValueError(f"{name}: {what} must have one value per row ({num_rows}), got shape {np.shape(arr)}")
@@ -142,6 +154,7 @@ class TabularBenchmark(Objective):
                     "give one row per architecture (average seeds into the columns of one row)"
                 )
             valid, cost = valid[order], cost[order]
+            columns = {k: v[order] for k, v in columns.items()}
             test = None if test is None else np.asarray(test, np.float32)[order]
             row_ids = sorted_ids
         if dense and num_rows > space.size:
@@ -186,6 +199,8 @@ class TabularBenchmark(Objective):
             protocol=protocol,
             has_test=has_test,
             report_kind=report_kind,
+            columns={k: jnp.asarray(v) for k, v in columns.items()},
+            metric_info=metric_info,
             cost_unit=cost_unit,
         )
 
@@ -200,6 +215,7 @@ class TabularBenchmark(Objective):
         report_kind: str = "identity",
         fidelities=None,
         fidelity_unit: str = "",
+        metrics=(),
     ) -> TabularBenchmark:
         """A table from ``{tokens: score}`` (bring your own benchmark).
 
@@ -209,6 +225,10 @@ class TabularBenchmark(Objective):
         floats) or a dict ``{"valid": ..., "test": ..., "cost": float}`` (``test``: one float, or one per
         run of ``valid``, the same run in the same place: the ``random_run`` protocol reads them).
         Rows may come in any order; they are matched to strings by ``string_id``.
+
+        ``metrics`` declares further columns (``Metric("latency", "ms")`` or ``("latency", "ms")``,
+        ``direction`` "minimize" by default): every dict entry then holds a value for each
+        (``{"valid": ..., "latency": 3.1, "params": 1.2e6}``), and ``query`` returns them.
 
         With ``fidelities`` (e.g. ``(12, 200)``, ``fidelity_unit="epochs"``) each of ``valid``, ``test``
         and ``cost`` holds one value per fidelity: a dict keyed by the budget (``{12: 71.2, 200: 91.0}``)
@@ -226,24 +246,32 @@ class TabularBenchmark(Objective):
                 for i in range(len(budgets))
             ]
             tables = [
-                cls.from_dict(name=name, space=space, table=lvl, protocol=protocol, report_kind=report_kind)
+                cls.from_dict(
+                    name=name, space=space, table=lvl, protocol=protocol, report_kind=report_kind, metrics=metrics
+                )
                 for lvl in levels
             ]
             return _stack(name, tables, budgets, fidelity_unit)
-        strings, valid, test, cost = [], [], [], []
+        metric_info = metric_infos(metrics)
+        named = [m.name for m in metric_info]
+        strings, valid, test, cost, columns = [], [], [], [], {n: [] for n in named}
         for tokens, entry in table.items():
             strings.append(np.asarray(tokens, np.int64).reshape(-1))
             entry = entry if isinstance(entry, dict) else {"valid": entry}
-            unknown = set(entry) - {"valid", "test", "cost"}
-            if unknown or "valid" not in entry:
+            unknown = set(entry) - {"valid", "test", "cost", *named}
+            if unknown or "valid" not in entry or any(n not in entry for n in named):
                 raise ValueError(
-                    f"{name}: entry for {tuple(tokens)} needs 'valid' and may have 'test', 'cost'; got {sorted(entry)}"
+                    f"{name}: entry for {tuple(tokens)} needs 'valid'{''.join(f', {n!r}' for n in named)} and may "
+                    f"have 'test', 'cost'; got {sorted(entry)}"
+                    + (" (declare further columns with metrics=)" if unknown else "")
                 )
             try:
                 valid.append(np.atleast_1d(np.asarray(entry["valid"], np.float32)))
                 t = entry.get("test")  # one score, or one per run of 'valid' (random_run)
                 test.append(None if t is None else (float(t) if np.ndim(t) == 0 else np.asarray(t, np.float32)))
                 cost.append(float(entry.get("cost", 0.0)))
+                for n in named:
+                    columns[n].append(float(entry[n]))
             except (TypeError, ValueError) as e:
                 where = f"{name}: entry for {tuple(tokens)}"
                 raise ValueError(f"{where}: values must be numbers ({e}); got {entry!r:.80}") from None
@@ -266,6 +294,8 @@ class TabularBenchmark(Objective):
             strings=np.stack(strings),
             protocol=protocol,
             report_kind=report_kind,
+            metrics={n: np.asarray(v, np.float32) for n, v in columns.items()},
+            metric_info=metric_info,
         )
 
     # -- static facts ----------------------------------------------------------
@@ -317,6 +347,7 @@ class TabularBenchmark(Objective):
             "valid": jnp.where(ok, valid, neg_inf),
             "test": jnp.where(ok, test, neg_inf),
             "cost": jnp.where(ok, self.cost[r], 0.0),
+            **{k: jnp.where(ok, col[r], jnp.nan) for k, col in self.columns.items()},
         }
 
     # -- host summaries -----------------------------------------------------------
@@ -338,7 +369,8 @@ def _stack(name, tables, budgets, unit):
 
 
 def _build_levels(
-    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, cost_unit
+    cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, cost_unit, metrics,
+    metric_info,
 ):
     """``TabularBenchmark.build`` once per fidelity (arrays with a leading fidelity axis)."""
     budgets = check_fidelities(name, fidelities, fidelity_unit)
@@ -358,6 +390,8 @@ def _build_levels(
             test=None if test is None else np.asarray(test)[i],
             protocol=protocol,
             report_kind=report_kind,
+            metrics={k: np.asarray(v)[i] if np.ndim(v) == 2 else v for k, v in (metrics or {}).items()},
+            metric_info=metric_info,
             cost_unit=cost_unit,
             **rows,
         )  # fmt: skip
@@ -371,6 +405,8 @@ def _at_fidelity(name, tokens, entry, i, budgets):
     entry = entry if isinstance(entry, dict) else {"valid": entry}
 
     def pick(field, value):
+        if field not in ("valid", "test", "cost") and np.ndim(value) == 0 and not isinstance(value, dict):
+            return value  # a metric of the configuration (its latency, its size): one value at every fidelity
         if isinstance(value, dict):
             by_budget = {float(k): v for k, v in value.items()}
             if sorted(by_budget) != sorted(budgets):

@@ -17,8 +17,8 @@ the paper's CIFAR-10 scale is a config change (``configs/paper/language_evolutio
 
 ``task.evaluate(tokens[M, N], seeds[M])`` trains the ``M`` architectures (``training.Trainer``:
 grouped by compiled signature, each group vmapped in one program) and returns
-``{"valid", "test", "cost", "params"}`` (f32[M]), ``-inf`` scores for an invalid string or a
-diverged run. ``make_task(name, fidelities=(1, 2, 4))`` makes epochs the fidelity:
+``{"valid", "test", "cost", "params"}`` (f32[M]; ``params``: the metric ``metric_info`` declares), ``-inf``
+scores for an invalid string or a diverged run. ``make_task(name, fidelities=(1, 2, 4))`` makes epochs the fidelity:
 ``evaluate(tokens, seeds, fidelity, parent)`` trains to ``fidelities[fidelity]`` epochs and a
 promotion continues the kept training of its ``parent`` fidelity (``epoch_training``);
 ``nas.host.multi_fidelity`` runs multi-fidelity searchers on it.
@@ -39,6 +39,7 @@ import functools
 
 import numpy as np
 
+from spaces.benchmarks.metrics import Metric
 from spaces.benchmarks.objective import Objective
 from spaces.language import flax_modules as fm
 from spaces.language.datasets import Dataset, load
@@ -123,6 +124,7 @@ class LanguageTask(Objective):
     fidelities: tuple = ()
     fidelity_unit: str = ""
     continues: bool = False
+    metric_info: tuple = (Metric("params", "parameters", "minimize", "the compiled network's parameters"),)
 
     def evaluate(self, tokens, seeds, fidelity=None, parent=None) -> dict[str, np.ndarray]:
         """Trains every row of ``tokens`` (int[M, N]) with its seed (int[M]); f32[M] valid, test, cost, params.

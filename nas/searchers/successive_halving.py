@@ -13,8 +13,8 @@ fidelities). Brackets repeat until the compute budget is spent.
 
 The promoted configurations of a rung are dispatched best first (``promotion_order="best_first"``, the
 default of ``successive_halving``: the better ones finish first, so where several reach the top budget
-the incumbent improves earlier) or in the order they were started (``"start_order"``, the default of Hyperband, BOHB and the
-multi-fidelity BANANAS). The rung ladder: ``nas.searchers.brackets`` (``eta``, ``min_budget``,
+the incumbent improves earlier) or in the order they were started (``"start_order"``, the default of
+Hyperband, BOHB and the multi-fidelity BANANAS). The rung ladder: ``nas.searchers.brackets`` (``eta``, ``min_budget``,
 ``max_budget``, ``anchor`` = ``"max"``, Hyperband's).
 
 Synchronous: with W > 1 workers a rung's promotions wait for the whole rung (``Job.ok`` False while

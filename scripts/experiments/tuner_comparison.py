@@ -244,6 +244,9 @@ def one_run(setting: str, task: str, method: str, rep: int, out: str) -> None:
     if method.startswith("ray"):
         import ray
 
+        # Ray renices its workers by +15 (its ``worker_niceness``): on a shared machine their trainings would get
+        # less CPU than the other tools' workers, which keep this process's niceness. 0 keeps it for Ray too.
+        os.environ.setdefault("RAY_worker_niceness", "0")
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     cpu, t0 = TreeCPU(), time.time()
     if method in OURS:

@@ -52,6 +52,9 @@ _FIDELITY = flags.DEFINE_string(
 _CPU_DEVICES = flags.DEFINE_integer("cpu_devices", 0, "CPU devices to split the seeds over (0 = one per core).")
 _JSON = flags.DEFINE_string("json", "", "Write every figure to this JSON file.")
 _TIMEOUT = flags.DEFINE_integer("timeout", 3600, "Seconds per searcher before its child process is stopped.")
+_XLA = flags.DEFINE_list(
+    "xla_options", [], "name=value XLA options for every searcher's chunk programs, in place of its own (to compare)."
+)
 _CHILD = flags.DEFINE_string("child", "", "internal: measure one searcher in this process")
 
 # options of each searcher's default run beyond its defaults (module docstring)
@@ -124,6 +127,16 @@ def load_benchmark(name: str):
     return make_benchmark(name, **(extra if name.startswith("nb201/") else {}))
 
 
+def option_value(text: str):
+    """An XLA option's value from the command line: an int, a float, true/false, or the text."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
 def run_options(name: str, bench) -> dict:
     from nas.core.searcher import searcher_class
 
@@ -151,6 +164,9 @@ def measure(name: str, bench_name: str) -> dict:
     bench = load_benchmark(bench_name)
     opts = run_options(name, bench)
     searcher = make_searcher(name, bench.space, **opts)
+    if _XLA.value:  # the chunk programs' options (host_loop: init programs compile at level 0 where set)
+        xla = {k: option_value(v) for k, v in (o.split("=", 1) for o in _XLA.value)}
+        type(searcher).compiler_options = lambda self: dict(xla)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)
     phases, stats = Phases(), CompileStats()
 
@@ -203,7 +219,7 @@ def measure(name: str, bench_name: str) -> dict:
         "xla_compilations": count, "xla_compile_event_s": secs, "cache_hits": hits,
         "devices": len(getattr(getattr(h.score, "sharding", None), "device_set", [0])),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""), "xla_options": _XLA.value,
     }  # fmt: skip
 
 
@@ -218,7 +234,7 @@ def row_line(r: dict) -> str:
 def child_argv(name: str, bench_name: str) -> list[str]:
     return [sys.executable, "-m", "scripts.bench.bench_compile", f"--child={name}", f"--seeds={_SEEDS.value}",
             f"--max_queries={_QUERIES.value}", f"--benchmarks={bench_name}", f"--fidelity_data={_FIDELITY.value}",
-            f"--cpu_devices={_CPU_DEVICES.value}"]  # fmt: skip
+            f"--cpu_devices={_CPU_DEVICES.value}", f"--xla_options={','.join(_XLA.value)}"]  # fmt: skip
 
 
 def main(argv):

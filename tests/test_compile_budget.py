@@ -46,6 +46,11 @@ def test_default_cache_leaves_a_configured_cache_and_can_be_turned_off(no_cache_
     monkeypatch.setenv(devices.CACHE_ENV, str(tmp_path / "other"))
     assert devices.default_compilation_cache() == str(tmp_path / "mine")
     assert not (tmp_path / "other").exists()
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        assert devices.default_compilation_cache() == ""
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
 
 
 def test_a_study_turns_the_cache_on(no_cache_configured, monkeypatch, tmp_path):

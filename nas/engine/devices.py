@@ -219,22 +219,24 @@ def initialize_distributed(
 
 # the library's persistent compilation cache unless told otherwise (``scripts.train``'s default too)
 DEFAULT_COMPILATION_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")
-# set to '' to keep a Study (and other library entry points) from turning the cache on
+# set to '' to keep a host Study from turning the cache on (default_compilation_cache)
 CACHE_ENV = "NASJAX_COMPILATION_CACHE"
 
 
 def default_compilation_cache() -> str:
     """Turns JAX's persistent compilation cache on where nothing configured it: the folder of
-    ``$NASJAX_COMPILATION_CACHE`` (``''``: off), else ``~/.cache/nasjax/jax``. A cache set by the caller
-    (``jax_compilation_cache_dir``, ``$JAX_COMPILATION_CACHE_DIR``) is left as it is, and a folder that cannot
-    be created leaves the cache off. Returns the cache folder in use ('' when off).
+    ``$NASJAX_COMPILATION_CACHE`` (``''``: off), else ``~/.cache/nasjax/jax``. A cache the caller configured
+    (``jax_compilation_cache_dir``, ``$JAX_COMPILATION_CACHE_DIR``, ``jax_enable_compilation_cache`` off) is
+    left as it is, and a folder that cannot be created leaves the cache off. Returns the cache folder in use
+    ('' when off).
 
     A host ``Study`` calls it before compiling, so a second process with the same searcher and space shape
     reads its programs from disk instead of compiling them (XLA executables keyed by program, options,
     device and jax version: a cached program computes what a fresh compile does)."""
-    current = jax.config.jax_compilation_cache_dir
-    if current:
-        return current
+    if not jax.config.jax_enable_compilation_cache:  # turned off by the caller
+        return ""
+    if jax.config.jax_compilation_cache_dir:  # configured by the caller
+        return jax.config.jax_compilation_cache_dir
     path = os.path.expanduser(os.environ.get(CACHE_ENV, DEFAULT_COMPILATION_CACHE))
     if not path:
         return ""

@@ -164,7 +164,7 @@ def measure(name: str, bench_name: str) -> dict:
     bench = load_benchmark(bench_name)
     opts = run_options(name, bench)
     searcher = make_searcher(name, bench.space, **opts)
-    if _XLA.value:  # the chunk programs' options (host_loop: init programs compile at level 0 where set)
+    if _XLA.value:  # the chunk programs' options (host_loop: the init program then compiles at level 0)
         xla = {k: option_value(v) for k, v in (o.split("=", 1) for o in _XLA.value)}
         type(searcher).compiler_options = lambda self: dict(xla)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)

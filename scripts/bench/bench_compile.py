@@ -9,13 +9,14 @@ Each searcher runs in a fresh child process with an empty persistent compilation
 folder, kept as ``scripts.train`` keeps its cache: programs slower than 0.5 s to compile are written to it),
 as ``scripts.train`` runs it: ``nas.engine.host_loop.run_chunked`` over ``--seeds`` seeds on NAS-Bench-201
 cifar10, the seeds split over one JAX device per core. The programs' shapes do not depend on the seed count
-beyond their leading axis, so 20 seeds compile as 500 do. ``--benchmarks`` takes several tables: ``byo24`` is
-docs/extending.md's 24-row table of your own (``scripts.bench.small_tables``), to see whether a tiny
-table compiles as fast as a large one (with ``--max_queries=20``, below its size; multi-fidelity searchers
-are skipped on tables without fidelities). Its options are the searcher's defaults with the
+beyond their leading axis, so 20 seeds compile as 500 do. Its options are the searcher's defaults with the
 budget of the config that runs it (150 queries; the multi-fidelity searchers: 100 full trainings at 12 and
 200 epochs as ``configs/multifidelity.py``, with the 12-epoch table where ``--fidelity_data`` exists) and,
-for ``warm_start``, a 4-string design (it has no default design).
+for ``warm_start``, a 4-string design (it has no default design). ``--benchmarks`` takes several tables:
+``byo24`` is docs/extending.md's 24-row table of your own (``scripts.bench.small_tables``), to see whether a
+tiny table compiles as fast as a large one (with ``--max_queries=20``, below its size; multi-fidelity
+searchers are skipped on tables without fidelities). ``--xla_options`` compiles every chunk program with
+other XLA options (its init program then at level 0), to compare compile and run time and the digest.
 
 Every program the run compiles (the init program and each distinct chunk program) is traced, lowered
 and compiled ahead by this script, each phase timed in CPU seconds of the process (``time.process_time``:

@@ -30,10 +30,12 @@ of its arrays: equal digests, equal numbers, bit for bit). ``--json`` writes eve
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -157,6 +159,7 @@ def measure(name: str, bench_name: str) -> dict:
 
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation, as scripts.train
     cache = tempfile.mkdtemp(prefix="bench_compile_cache_")
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)  # the empty cache this process filled
     enable_compilation_cache(cache)
     from nas.core.searcher import make_searcher
     from nas.engine import host_loop

@@ -38,7 +38,7 @@ the option fields (``make_searcher(name, space, **options)``).
   devices (``nas.engine.devices``). Default: True.
 - ``xla_optimization_level``: XLA's backend optimization level for the
   searcher's compiled programs (``nas.engine.host_loop``), or None for XLA's default
-  (2). Gather- and compare-bound searchers set 1: LLVM's work, most of their
+  (3). Gather- and compare-bound searchers set 1: LLVM's work, most of their
   compile time, halves while their run time barely moves (docs/scale.md). An
   ``--xla_backend_optimization_level`` in ``XLA_FLAGS`` wins. Default: None.
 

@@ -217,6 +217,41 @@ def initialize_distributed(
     return jax.process_index(), jax.process_count()
 
 
+# the library's persistent compilation cache unless told otherwise (``scripts.train``'s default too)
+DEFAULT_COMPILATION_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")
+# set to '' to keep a host Study from turning the cache on (default_compilation_cache)
+CACHE_ENV = "NASJAX_COMPILATION_CACHE"
+
+
+def default_compilation_cache() -> str:
+    """Turns JAX's persistent compilation cache on where nothing configured it: the folder of
+    ``$NASJAX_COMPILATION_CACHE`` (``''``: off), else ``~/.cache/nasjax/jax``. A cache the caller configured
+    (``jax_compilation_cache_dir``, ``$JAX_COMPILATION_CACHE_DIR``, ``jax_enable_compilation_cache`` off) is
+    left as it is, and a folder that cannot be created leaves the cache off. Returns the cache folder in use
+    ('' when off).
+
+    A host ``Study`` calls it before compiling, so a second process with the same searcher and space shape
+    reads its programs from disk instead of compiling them (XLA executables keyed by program, options,
+    device and jax version: a cached program computes what a fresh compile does)."""
+    if not jax.config.jax_enable_compilation_cache:  # turned off by the caller
+        return ""
+    if jax.config.jax_compilation_cache_dir:  # configured by the caller
+        return jax.config.jax_compilation_cache_dir
+    path = os.path.expanduser(os.environ.get(CACHE_ENV, DEFAULT_COMPILATION_CACHE))
+    if not path:
+        return ""
+    try:
+        enable_compilation_cache(path)
+    except OSError as e:  # a read-only home: compile every time, as without the cache
+        logging.warning("compilation cache %s not used: %s", path, e)
+        return ""
+    # JAX decides once per process whether the cache is used (at its first compile); ask it again
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+    return path
+
+
 def enable_compilation_cache(path: str, min_compile_secs: float = 0.5) -> None:
     """Turns on JAX's persistent compilation cache in ``path`` ('' = leave it off): a rerun of the same
     programs skips most XLA compiles. Programs that compile faster than ``min_compile_secs`` are not cached."""

@@ -54,7 +54,9 @@ of the same shape (a plain ``{name: [values]}`` space: the same number of values
 hyperparameter), and searchers whose steps are gathers and compares (random search,
 evolution, local search: those that set ``xla_optimization_level``) compile at XLA's level
 0, which halves their compile time; a step still takes about a millisecond. JAX's persistent
-cache (``nas.engine.devices.enable_compilation_cache``) keeps the programs across processes.
+compilation cache keeps the programs across processes: a Study turns it on in ``~/.cache/nasjax/jax``
+unless the process configured one (``nas.engine.devices.default_compilation_cache``;
+``NASJAX_COMPILATION_CACHE=''`` keeps it off).
 """
 
 from __future__ import annotations

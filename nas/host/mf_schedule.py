@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.engine.devices import default_compilation_cache
 from nas.engine.host_loop import compiled
 from nas.engine.runner import INIT_FOLD
 from nas.host.trials import BudgetSpent, NoTrialNow
@@ -36,6 +37,7 @@ from nas.host.trials import BudgetSpent, NoTrialNow
 def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
     """Jitted ``init(key)``, ``ask(key, step, slot, state) -> (job, state)`` and ``tell(key, step, job, score,
     state) -> state``, the step keys derived inside (one program each), cached per searcher."""
+    default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
 
     def init(key):
         return searcher.init(jax.random.fold_in(key, INIT_FOLD))

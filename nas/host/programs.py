@@ -12,6 +12,7 @@ import functools
 import jax
 
 from nas.core.searcher import Searcher
+from nas.engine.devices import default_compilation_cache
 from nas.engine.host_loop import compiled
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
@@ -39,6 +40,7 @@ def study_programs(searcher: Searcher) -> tuple:
     """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
     searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
     ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
+    default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
     light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
     opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
     init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once

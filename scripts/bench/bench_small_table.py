@@ -22,39 +22,13 @@ import tempfile
 from absl import flags
 
 from nas.experiment import cli
+from scripts.bench.small_tables import table
 
 _SEARCHERS = flags.DEFINE_list("searchers", ["random_search", "regularized_evolution", "local_search"], "searchers")
 _CHILD = flags.DEFINE_string("child", "", "internal: searcher,table to run in this process")
 _REPO = flags.DEFINE_string("repo", "", "Checkout whose code runs (default: this one).")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TABLES = ("byo24", "grid36", "hpolib/naval_propulsion")
-VALUES = {"width1": [64, 128, 256], "width2": [64, 128, 256], "lr": [0.001, 0.01], "act": ["relu", "gelu"]}
-
-
-def same_pair(spec):
-    a, b = sorted([spec["width1"], spec["width2"]])
-    return {**spec, "width1": a, "width2": b}
-
-
-def table(name: str):
-    import itertools
-
-    import numpy as np
-
-    from spaces.base import CategoricalSpace
-    from spaces.benchmarks.registry import make_benchmark
-    from spaces.benchmarks.tabular import TabularBenchmark
-
-    if name not in ("byo24", "grid36"):
-        return make_benchmark(name)
-    space = CategoricalSpace("my_mlp" if name == "byo24" else "grid", VALUES, same_pair if name == "byo24" else None)
-    rng = np.random.default_rng(0)
-    rows = {}
-    for t in itertools.product(*(range(len(v)) for v in VALUES.values())):
-        if name == "byo24" and t[0] > t[1]:
-            continue  # (256, 64) is (64, 256)
-        rows[t] = {"valid": (90 + rng.normal(size=2)).tolist(), "test": float(89 + rng.normal()), "cost": 10.0}
-    return TabularBenchmark.from_dict(name=f"my/{name}", space=space, table=rows, report_kind="acc_pct")
 
 
 def child(searcher_name: str, table_name: str) -> dict:

@@ -191,8 +191,8 @@ def measure(name: str, bench_name: str) -> dict:
                 phases.compile(program, args, label(program))
                 host_loop._COMPILED.add((id(program), tree, shapes))
 
-    def timed_init(s, sharding=None):
-        program = init_program(s, sharding)
+    def timed_init(s, sharding=None, metrics=()):
+        program = init_program(s, sharding, metrics)
 
         def call(k):
             if not getattr(call, "done", False):

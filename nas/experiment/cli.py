@@ -28,6 +28,7 @@ from collections.abc import Callable
 from absl import app, flags
 
 from nas.core.searcher import OptionError
+from nas.engine import devices
 from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError
 from nas.experiment.config import ConfigError
@@ -38,9 +39,7 @@ __all__ = ["ConfigError", "DataError", "CheckpointError", "DiskFullError", "run"
            "output_file", "output_folder"]  # fmt: skip
 
 # where the train commands keep JAX's persistent compilation cache unless told otherwise
-DEFAULT_COMPILATION_CACHE = os.environ.get(
-    "JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nasjax", "jax")
-)
+DEFAULT_COMPILATION_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR", devices.DEFAULT_COMPILATION_CACHE)
 
 
 def _config_spec(argv: list[str]) -> str | None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nas.core import pareto
 from nas.core.multi_objective import MultiObjectiveOptions
 from nas.core.searcher import available_searchers, searcher_class
 from spaces.benchmarks.metrics import DIRECTIONS
@@ -77,8 +78,6 @@ def pareto_front(trials: list, directions: tuple[str, ...]) -> list:
     Optuna's ``study.best_trials``. ``trials``: completed trials with ``values``."""
     if not trials:
         return []
-    loss = -np.stack([told_row(t.values, directions).astype(np.float64) for t in trials])  # [n, M], minimized
-    le = np.all(loss[:, None, :] <= loss[None, :, :], axis=-1)  # le[j, i]: j at least as good as i everywhere
-    lt = np.any(loss[:, None, :] < loss[None, :, :], axis=-1)
-    dominated = np.any(le & lt, axis=0)
+    loss = -np.stack([told_row(t.values, directions) for t in trials])  # [n, M], minimized
+    dominated = np.asarray(pareto.dominance_matrix(loss, np.ones(len(trials), bool))).any(axis=0)
     return [t for t, d in zip(trials, dominated) if not d]

@@ -80,7 +80,7 @@ class StudyBridge:
 
     def start(self, space: dict[str, Any], direction: str, max_queries: int | None = None) -> None:
         """Builds the Study on ``space`` (``{name: [values] | Float | Int | Categorical}``,
-        ``nas.host.ask_tell.make_space``); ``max_queries`` defaults to the bridge's."""
+        ``nas.host.study_space.make_space``); ``max_queries`` defaults to the bridge's."""
         with self.cond:
             self._setup = (space, direction, max_queries)
             self.study = Study(

@@ -61,9 +61,7 @@ unless the process configured one (``nas.engine.devices.default_compilation_cach
 
 from __future__ import annotations
 
-import copy
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -73,42 +71,14 @@ import numpy as np
 from nas.core.searcher import available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
 from nas.host import objectives as obj
+from nas.host.batch_loop import optimize_in_batches
 from nas.host.programs import program_space, study_programs
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
+from nas.host.study_space import make_space
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, nonfinite, now, read_values
 from nas.host.workers import make_backend, run_trials
-from spaces.base import CategoricalSpace, Space
-from spaces.params import declared_space, is_declared
-
-
-def make_space(space: Space | dict[str, Any], name: str = "study") -> Space:
-    """A Space as is; from a dict with ``spaces.params`` declarations (``{"lr": Float(1e-5, 1e-1, log=True),
-    "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace``; else a CategoricalSpace from ``{name: [values]}``."""
-    if isinstance(space, Space):
-        return space
-    if not isinstance(space, dict) or not space:
-        raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...] | Float | Int}")
-    if is_declared(space):
-        return declared_space(space, name)
-    for k, v in space.items():
-        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
-            raise ValueError(f"hyperparameter {k!r}: give a non-empty list of values, got {v!r}")
-        seen = []
-        for x in v:
-            if any(_same(x, y) for y in seen):
-                raise ValueError(
-                    f"hyperparameter {k!r}: value {x!r} is listed twice in {list(v)}; list each value once"
-                )
-            seen.append(x)
-    return CategoricalSpace(name, space)
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b) and type(a) is type(b)
-    except Exception:  # values that do not compare (arrays): never the same
-        return False
+from spaces.base import Space
 
 
 class Study(StudyBase):
@@ -326,14 +296,10 @@ class Study(StudyBase):
         trial whose worker died); the searcher still updates on whole batches, so give it
         ``batch_size >= n_workers`` to keep every worker busy.
 
-        ``batch_size`` sets the searcher's batch size (allowed before the first
-        trial); each batch is evaluated with ``executor.submit`` when an executor
-        (e.g. ``concurrent.futures.ThreadPoolExecutor``) is given. Trials that
-        were handed out earlier and never told (a crash, an interruption) are
-        evaluated first. A NaN or infinite value, or an exception listed in
-        ``catch``, marks the trial failed (the searcher sees ``-inf``); any
-        other exception propagates after the batch's other values are told,
-        and its trial stays pending, so the next ``optimize`` evaluates it again.
+        ``batch_size`` sets the searcher's batch size (allowed before the first trial). Without workers each
+        batch is evaluated in this process or with ``executor.submit`` (``nas.host.batch_loop``: trials never
+        told come first; NaN, infinities and ``catch`` exceptions mark a trial failed; another exception
+        propagates after the batch's other values are told, and its trial stays pending).
         """
         if batch_size is not None and int(batch_size) != self.batch_size:
             if self.trials:
@@ -358,45 +324,8 @@ class Study(StudyBase):
             workers = make_backend(backend, 1 if n_workers is None else int(n_workers))
             run_trials(self, fn, int(n_trials), workers, tuple(catch), int(retries))
             return self
-        done = 0
-        while done < n_trials:
-            trials = self.pending()[: n_trials - done]
-            if not trials:
-                room = self.batch_size - len(self._batch) if self._batch_tokens is not None else self.batch_size
-                trials = self.ask(min(room, n_trials - done, self.max_queries - len(self.trials)))
-            results = self._evaluate(fn, trials, executor, catch)
-            error = None
-            for t, (value, exc) in zip(trials, results):
-                if exc is not None:
-                    error = error or exc  # stays pending: evaluated again by the next optimize
-                    continue
-                if value is not None and not isinstance(value, bool) and nonfinite(value):
-                    msg = f"trial {t.number}: the objective returned {value}; recorded as a failed evaluation"
-                    warnings.warn(msg, stacklevel=2)
-                    value = None
-                self.tell(t, value)
-            if error is not None:
-                raise error
-            done += len(trials)
+        optimize_in_batches(self, fn, int(n_trials), executor, tuple(catch))
         return self
-
-    @staticmethod
-    def _evaluate(fn, trials, executor, catch) -> list[tuple[Any, BaseException | None]]:
-        """``(value, None)``, ``(None, None)`` for a caught exception, or ``(None, exc)``, per trial."""
-
-        def safe(params):
-            try:
-                return fn(params), None
-            except catch:
-                return None, None
-            except Exception as e:  # noqa: BLE001 - re-raised by optimize after the others are told
-                return None, e
-
-        params = [copy.deepcopy(t.params) for t in trials]  # an objective that edits its params changes nothing
-        if executor is None:
-            return [safe(p) for p in params]
-        futures = [executor.submit(safe, p) for p in params]
-        return [f.result() for f in futures]
 
     # -- results -------------------------------------------------------------------
     @property

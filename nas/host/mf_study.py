@@ -28,10 +28,10 @@ import numpy as np
 
 from nas.core.searcher import available_searchers, make_options, make_searcher, searcher_class
 from nas.engine.budget import Budget, check_budget
-from nas.host.ask_tell import make_space
 from nas.host.mf_schedule import MFSchedule
 from nas.host.programs import program_space
 from nas.host.study_base import StudyBase
+from nas.host.study_space import make_space
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, is_nonfinite, now
 from nas.host.workers import make_backend, run_trials
 

@@ -11,7 +11,7 @@ same 5 architectures (``warm_start``). 100 queries, 10 seeds:
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
 The paper's inner learning rate is not given (tuned by BOHB, its Appendix A): ``nb201_tnas.SGD_INNER_LR``,
-the library's Adam rate 1e-3 (its choice among ``nb201_tnas.SGD_INNER_LRS`` on cifar100 has not been run).
+1e-1, chosen among ``nb201_tnas.SGD_INNER_LRS`` on cifar100 (docs/fidelity.md).
 Its phi reads raw data samples of 4,230 ImageNet subsets; here phi reads the target's observations and the
 sources are the two other NB201 tables (docs/tnas.md, docs/fidelity.md).
 """

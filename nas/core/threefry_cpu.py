@@ -6,8 +6,8 @@ Threefry-2x32 with 20 rounds: rotations ``R = (13, 15, 26, 6, 17, 29, 16, 24)``,
 rounds with the parity word ``0x1BD11BDA``). On the CPU JAX lowers it as a rolled loop of 5 iterations
 whose rotation amounts are loop-carried values; LLVM then compiles every such loop (one per random call,
 per shape) into a large kernel: 75 % of the LLVM IR of a BANANAS step program came from them, and a
-``vmap``-ped ``jax.random.bits`` of shape ``(9, 20, 20)`` took 1.1 s of XLA time rolled against 0.07 s
-unrolled (``scripts/bench/bench_threefry_lowering.py``). Other platforms already get the unrolled form.
+``vmap``-ped ``jax.random.bits`` of shape ``(9, 20, 20)`` took 1.05 s of XLA time rolled against 0.05 s
+unrolled (docs/scale.md, "Where the time goes"). Other platforms already get the unrolled form.
 
 ``install()`` registers the unrolled lowering for the CPU platform (idempotent; ``nas.core`` calls it on
 import). The hash is integer arithmetic that wraps exactly, so the bits, and every number derived from

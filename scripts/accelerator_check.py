@@ -160,8 +160,8 @@ def part_search(name: str, options: dict) -> dict:
 
 
 def part_bananas() -> dict:
-    """BANANAS as ``scripts.train`` runs it (compiled chunks at its data buckets): a first run that compiles
-    its programs, then a second run with new seeds and the programs compiled."""
+    """BANANAS as ``scripts.train`` runs it (compiled chunks: its random first step, its model steps): a first
+    run that compiles its programs, then a second run with new seeds and the programs compiled."""
     import jax
 
     from nas.engine.devices import use_cpu_cores

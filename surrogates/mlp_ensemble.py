@@ -177,6 +177,26 @@ def _fit_member(key, x, y, mask, weights, cfg: MLPEnsembleConfig, init=None, num
     return params
 
 
+def clean_targets(y: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(y f32[P] with zeros outside the mask, mask bool[P] without the non-finite targets)."""
+    mask = mask & jnp.isfinite(y)
+    return jnp.where(mask, y, 0.0).astype(jnp.float32), mask
+
+
+def target_stats(y: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(mean, scale) that standardize the targets: the mean and population std of ``y`` over the
+    ``mask`` rows (``y`` zero elsewhere: ``clean_targets``), a scale of 1 where the std is below 1e-8.
+
+    Float sums depend on the array's length as well as its values (XLA's CPU reduction is ordered
+    by it): a fit on more padded rows can differ in the last bits (``nas.searchers.bananas``
+    computes these over its padded bucket's length).
+    """
+    n = jnp.maximum(jnp.sum(mask), 1)
+    y_mean = jnp.sum(y) / n
+    std = jnp.sqrt(jnp.sum(jnp.where(mask, jnp.square(y - y_mean), 0.0)) / n)
+    return y_mean, jnp.where(std > 1e-8, std, 1.0)
+
+
 def fit_ensemble(
     key: jax.Array,
     x: jax.Array,
@@ -186,6 +206,7 @@ def fit_ensemble(
     weights: jax.Array | None = None,
     init_params: dict | None = None,
     num_epochs: jax.Array | None = None,
+    y_stats: tuple[jax.Array, jax.Array] | None = None,
 ) -> dict:
     """Trains ``cfg.num_members`` MLPs on the rows where ``mask`` is True.
 
@@ -200,24 +221,24 @@ def fit_ensemble(
         e.g. ReACTS' simulator between steps); a fresh Adam state; targets are re-standardized
         with the current data.
       num_epochs: optional (traced) int, at most ``cfg.epochs``: epochs of this fit.
+      y_stats: optional ``(mean, scale)`` to standardize the targets with, in place of
+        ``target_stats(y, mask)`` (with ``cfg.normalize_y``).
     Returns:
       params pytree: ``{"layers": per-member stacked layers, "y_mean": f32[], "y_scale": f32[]}``.
     """
     if x.ndim != 2 or y.shape != (x.shape[0],) or mask.shape != (x.shape[0],):
         raise ValueError(f"fit_ensemble expects x[P, F], y[P], mask[P]; got {x.shape}, {y.shape}, {mask.shape}")
     x = x.astype(jnp.float32)
-    mask = mask & jnp.isfinite(y)
-    y = jnp.where(mask, y, 0.0).astype(jnp.float32)
+    y, mask = clean_targets(y, mask)
     weights = jnp.ones_like(y) if weights is None else jnp.asarray(weights, jnp.float32)
     if weights.shape != y.shape:
         raise ValueError(f"fit_ensemble: weights must be f32[{y.shape[0]}], got {weights.shape}")
-    n = jnp.maximum(jnp.sum(mask), 1)
-    if cfg.normalize_y:
-        y_mean = jnp.sum(y) / n
-        std = jnp.sqrt(jnp.sum(jnp.where(mask, jnp.square(y - y_mean), 0.0)) / n)
-        y_scale = jnp.where(std > 1e-8, std, 1.0)
-    else:
+    if not cfg.normalize_y:
         y_mean, y_scale = jnp.float32(0.0), jnp.float32(1.0)
+    elif y_stats is None:
+        y_mean, y_scale = target_stats(y, mask)
+    else:
+        y_mean, y_scale = y_stats
     yn = jnp.where(mask, (y - y_mean) / y_scale, 0.0)
     keys = jax.random.split(key, cfg.num_members)
     init = None if init_params is None else init_params["layers"]

@@ -1,4 +1,4 @@
-"""BANANAS and GP-BO: candidates, no repeats, bucketed compilation, and search quality on NB201."""
+"""BANANAS and GP-BO: candidates, no repeats, compiled programs per data size, and search quality on NB201."""
 
 import functools
 import logging
@@ -10,6 +10,8 @@ import pytest
 
 from nas.core.searcher import make_searcher
 from nas.engine.host_loop import chunk_bounds, run_chunked
+from nas.searchers.bananas import Bananas
+from nas.searchers.bo import BOSearcher
 from nas.searchers.candidates import first_in_order
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark
@@ -126,15 +128,27 @@ def _count_compiles(fn):
     return sum("Compiling" in m for m in records)
 
 
+class _ProgramPerBucket(Bananas):
+    """BANANAS as it compiled before its one program: a program per padded data bucket, sums over the bucket."""
+
+    def bucket_for_step(self, t):
+        return BOSearcher.bucket_for_step(self, t)
+
+    def predict(self, key, x, y, mask, x_cand, count=None):
+        return super().predict(key, x, y, mask, x_cand)
+
+
 @pytest.mark.slow
-def test_bucketed_run_compiles_once_per_bucket():
+def test_one_program_for_every_bucket_equals_a_program_per_bucket():
     s = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
-    assert [s.bucket_for_step(t) for t in range(s.num_steps)] == [0, 32, 32, 32, 50]
-    assert s.breakpoints() == [1, 4]
-    assert chunk_bounds(s, 5) == [0, 1, 4, 5]  # chunks never span a bucket change
+    assert [s.bucket_for_step(t) for t in range(s.num_steps)] == [0, 50, 50, 50, 50]
+    assert s.padded_sizes() == (32, 50) and s.breakpoints() == [1]
+    gp = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, predictor="gp")
+    assert [gp.bucket_for_step(t) for t in range(gp.num_steps)] == [0, 32, 32, 32, 50]  # the GP keeps its buckets
+    assert gp.breakpoints() == [1, 4] and chunk_bounds(gp, 5) == [0, 1, 4, 5]  # chunks never span a bucket change
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     first = _count_compiles(lambda: jax.block_until_ready(run_chunked(s, bench(), keys, progress=False).score))
-    assert 1 <= first <= 3 + 12  # one program per bucket, plus a few small host-side ops
+    assert 1 <= first <= 2 + 12  # the random first step and the model steps, plus a few small host-side ops
     # a second run (new seeds, a new but equal searcher object) compiles nothing
     s2 = make_searcher("bananas", bench().space, max_queries=50, bucket_multiple=32, **TINY)
     keys2 = jax.random.split(jax.random.PRNGKey(1), 3)
@@ -148,6 +162,9 @@ def test_bucketed_run_compiles_once_per_bucket():
     assert _count_compiles(again) == 0
     ids = np.asarray(jax.vmap(jax.vmap(s.space.string_id))(hist.tokens))
     assert all(len(set(r.tolist())) == 50 for r in ids) and np.all(ids >= 0)
+    # the same numbers, bit for bit, as a program per bucket (32 rows for steps 1-3, 50 for step 4)
+    per_bucket = run_chunked(_ProgramPerBucket(bench().space, s.options), bench(), keys2, progress=False)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(hist), jax.tree.leaves(per_bucket)))
 
 
 def test_gp_bo_defaults():

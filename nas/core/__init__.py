@@ -5,3 +5,7 @@
 - ``dedup``: never spend a query twice (``Seen``, a sorted fixed-capacity id set; ``fill_unique``).
 - ``unseen_draw``: uniform draws among the strings not queried yet.
 """
+
+from nas.core import threefry_cpu
+
+threefry_cpu.install()  # JAX's random bits compiled unrolled on the CPU: the same numbers, a fraction of the XLA time

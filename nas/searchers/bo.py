@@ -199,8 +199,9 @@ class BOSearcher(Searcher):
             features=feats, num_parents=o.num_parents,
         )  # fmt: skip
 
-    def predict(self, key, x, y, mask, x_cand) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-        """(mean[M], std[M], members[E, M] or None) of the predictor fitted on the masked rows (here: the GP)."""
+    def predict(self, key, x, y, mask, x_cand, count=None) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        """(mean[M], std[M], members[E, M] or None) of the predictor fitted on the masked rows (here: the GP);
+        ``count``: the rows filled (the data size)."""
         params = fit_gp(x, y, mask, self.gp)
         mean, std = gp_posterior(params, x_cand, self.gp)
         members = None
@@ -214,7 +215,7 @@ class BOSearcher(Searcher):
         feats = jax.vmap(lambda t: self.space.features(t, self.encoding))
         y = state.scores[:rows]
         mask = (jnp.arange(rows) < state.count) & jnp.isfinite(y)
-        mean, std, members = self.predict(k_fit, feats(state.tokens[:rows]), y, mask, feats(cand))
+        mean, std, members = self.predict(k_fit, feats(state.tokens[:rows]), y, mask, feats(cand), state.count)
         best = jnp.max(jnp.where(mask, y, -jnp.inf))
         acq = acquisition_scores(self.options.acquisition, k_acq, mean, std, best, members, self.options.beta)
         acq = jnp.where(cand_ok & jnp.isfinite(acq), acq, -jnp.inf)

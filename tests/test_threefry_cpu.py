@@ -32,3 +32,5 @@ def test_jax_random_unchanged_and_unrolled():
     u = jax.jit(lambda k: jax.random.uniform(k, (3,)))(k)
     assert u.tolist() == [0.48870956897735596, 0.6797971725463867, 0.6162714958190918]
     assert "while" not in jax.jit(lambda k: jax.random.bits(k, (4,), jnp.uint32)).lower(k).as_text()
+    vmapped = jax.jit(jax.vmap(lambda k: jax.random.bits(k, (3, 4), jnp.uint32))).lower(keys).as_text()
+    assert "while" not in vmapped and "tensor<24xui32>" in vmapped  # the hash runs on the flat 2 x 3 x 4 words

@@ -2,8 +2,9 @@
 learnt best-first dispatch (main at ddd92ec), so that tests can show those changes keep every other history
 bit for bit. A digest covers every finished row (tokens, fidelity, scores, charges, clock), in order.
 
-They were produced under the suite's XLA flags (``tests/conftest.py``: optimization level 0). Only the
-multi-fidelity BANANAS's ensemble fits depend on the level: its entry also holds the default level's digest."""
+They were produced under the suite's XLA flags (``tests/conftest.py``: optimization level 0) and hold with
+XLA's CPU fusion emitters on and off. Only the multi-fidelity BANANAS's ensemble fits depend on the level:
+its entry also holds the default level's digest."""
 
 from __future__ import annotations
 

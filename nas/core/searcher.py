@@ -41,6 +41,11 @@ the option fields (``make_searcher(name, space, **options)``).
   (3). Gather- and compare-bound searchers set 1: LLVM's work, most of their
   compile time, halves while their run time barely moves (docs/scale.md). An
   ``--xla_backend_optimization_level`` in ``XLA_FLAGS`` wins. Default: None.
+- ``cpu_fusion_emitters``: False compiles the searcher's programs on a CPU with XLA's
+  older loop emitters instead of its fusion emitters (``xla_cpu_use_fusion_emitters``):
+  about 40 % less compile time, the same histories where a step is gathers, compares
+  and integer arithmetic; a network's training can round differently, so searchers that
+  train one keep None (docs/scale.md). A setting in ``XLA_FLAGS`` wins. Default: None.
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")``, and import
@@ -191,6 +196,7 @@ class Searcher:
     splits_over_devices: ClassVar[bool] = True
     multi_fidelity: ClassVar[bool] = False  # True: the job contract of nas.core.multi_fidelity
     xla_optimization_level: ClassVar[int | None] = None
+    cpu_fusion_emitters: ClassVar[bool | None] = None
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):
         options = options if options is not None else self.Options()
@@ -258,10 +264,16 @@ class Searcher:
         """Options for ``jax.jit(..., compiler_options=...)`` of this searcher's programs (see the hooks)."""
         import os
 
+        import jax
+
+        flags, opts = os.environ.get("XLA_FLAGS", ""), {}
         level = self.xla_optimization_level
-        if level is None or "xla_backend_optimization_level" in os.environ.get("XLA_FLAGS", ""):
-            return None
-        return {"xla_backend_optimization_level": int(level)}
+        if level is not None and "xla_backend_optimization_level" not in flags:
+            opts["xla_backend_optimization_level"] = int(level)
+        emitters = self.cpu_fusion_emitters
+        if emitters is not None and "xla_cpu_use_fusion_emitters" not in flags and jax.default_backend() == "cpu":
+            opts["xla_cpu_use_fusion_emitters"] = bool(emitters)
+        return opts or None
 
     # -- identity ----------------------------------------------------------------------
     @property

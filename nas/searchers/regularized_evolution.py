@@ -88,6 +88,7 @@ class RegularizedEvolution(Searcher):
 
     Options = RegularizedEvolutionOptions
     xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
+    cpu_fusion_emitters = False  # the same histories, about 40 % less compile on a CPU (the hooks)
 
     @property
     def num_init(self) -> int:

@@ -147,6 +147,10 @@ class WarmStart(Searcher):
     def xla_optimization_level(self) -> int | None:
         return self.inner.xla_optimization_level
 
+    @property
+    def cpu_fusion_emitters(self) -> bool | None:
+        return self.inner.cpu_fusion_emitters
+
     def breakpoints(self) -> list[int]:
         return self.inner.breakpoints()
 

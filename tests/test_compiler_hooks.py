@@ -1,0 +1,44 @@
+"""Searchers' compiler hooks (``nas.core.searcher``): the options they set, what XLA_FLAGS overrides, and
+that XLA's older CPU emitters (``cpu_fusion_emitters = False``) leave the searchers' histories unchanged."""
+
+import jax
+import numpy as np
+import pytest
+
+from nas.core.searcher import make_searcher
+from nas.engine.runner import make_search
+from spaces.benchmarks.registry import make_benchmark
+
+LOOP_EMITTERS = ("random_search", "regularized_evolution", "local_search")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return make_benchmark("nb201/cifar10")
+
+
+def test_options_and_xla_flags(bench, monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "")
+    s = make_searcher("regularized_evolution", bench.space, max_queries=20)
+    want = {"xla_backend_optimization_level": 1}
+    if jax.default_backend() == "cpu":  # the emitter choice is the CPU's (other backends ignore it)
+        want["xla_cpu_use_fusion_emitters"] = False
+    assert s.compiler_options() == want
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true --xla_backend_optimization_level=2")
+    assert s.compiler_options() is None  # the user's flags win
+    assert make_searcher("remaade", bench.space, max_queries=20).compiler_options() is None
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA's CPU emitters exist on the CPU only")
+@pytest.mark.parametrize("name", LOOP_EMITTERS)
+def test_loop_emitters_give_the_same_history(bench, name):
+    s = make_searcher(name, bench.space, max_queries=24)
+    keys = jax.random.split(jax.random.PRNGKey(3), 3)
+    run = jax.vmap(make_search(s), in_axes=(0, None))
+    runs = [jax.jit(run, compiler_options={"xla_cpu_use_fusion_emitters": on, "xla_backend_optimization_level": 1})
+            for on in (True, False)]  # fmt: skip
+    compiled = [r.lower(keys, bench).compile() for r in runs]
+    assert compiled[0].as_text() != compiled[1].as_text()  # the option reached XLA: other kernels
+    fused, loop = (jax.device_get(c(keys, bench)) for c in compiled)
+    for a, b in zip(jax.tree.leaves(fused), jax.tree.leaves(loop)):
+        np.testing.assert_array_equal(a, b)

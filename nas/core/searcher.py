@@ -264,8 +264,6 @@ class Searcher:
         """Options for ``jax.jit(..., compiler_options=...)`` of this searcher's programs (see the hooks)."""
         import os
 
-        import jax
-
         flags, opts = os.environ.get("XLA_FLAGS", ""), {}
         level = self.xla_optimization_level
         if level is not None and "xla_backend_optimization_level" not in flags:

@@ -36,6 +36,7 @@ import os
 import platform
 import re
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,6 +51,13 @@ from scripts.bench import bench_startup
 _OUT = flags.DEFINE_string("out", None, "Folder for accelerator_check.json and accelerator_check.md.")
 _SMALL = flags.DEFINE_bool("small", False, "Tiny sizes (minutes on a CPU).")
 _TESTS = flags.DEFINE_bool("tests", False, "Also run the fast test subset (pytest -m 'not slow') on the device.")
+_TEST_WORKERS = flags.DEFINE_integer(
+    "test_workers", 1, "pytest-xdist processes for --tests (above 1, each allocates device memory as it goes)."
+)
+_TEST_TIMEOUT = flags.DEFINE_integer("test_timeout", 0, "Seconds before --tests is stopped (0: none).")
+_TIME_LIMIT = flags.DEFINE_integer(
+    "time_limit", 0, "Seconds for the whole check (0: none): --tests is stopped when they are up (a lent machine)."
+)
 _ONLY = flags.DEFINE_list(
     "only", [], "Parts (default all): searchers (the table's seven) or some by name, bananas, mlp, job."
 )
@@ -267,15 +275,39 @@ def default_job(env: dict) -> dict:
             "import_wall_s": round(imports["wall"], 2), "import_cpu_s": round(imports["cpu"], 2)}  # fmt: skip
 
 
-def fast_tests(env: dict) -> dict:
-    """``pytest -m "not slow" tests`` on the default backend: the summary counts, failed tests, seconds."""
+def fast_tests(env: dict, out: str, timeout: float | None) -> dict:
+    """``pytest -m "not slow" tests`` on the default backend: the summary counts, failed tests, seconds.
+
+    The per-test log streams to ``<out>/tests.log``, so a run stopped at ``--test_timeout`` still says how far
+    it got. With several workers, each process takes device memory as it needs it instead of JAX's default
+    share of the whole device (``XLA_PYTHON_CLIENT_PREALLOCATE=false``).
+    """
+    workers = _TEST_WORKERS.value
+    cmd = [sys.executable, "-m", "pytest", "-rfE", "-m", "not slow", "-p", "no:cacheprovider", "tests"]
+    cmd += ["-q"] if workers == 1 else ["-n", str(workers), "-v"]
+    if workers > 1:
+        env = dict(env, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    log_path = os.path.join(out, "tests.log")
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", "tests"]
-    p = subprocess.run(cmd, env=env, cwd=bench_startup.ROOT, capture_output=True, text=True, check=False)
-    lines = p.stdout.strip().splitlines() or [""]
-    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", lines[-1])}
-    failed = [line.split(" - ")[0][len("FAILED ") :] for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    return {"counts": counts, "failed": failed, "exit": p.returncode, "wall_s": round(time.perf_counter() - t0, 1)}
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(cmd, env=env, cwd=bench_startup.ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)  # fmt: skip
+        try:
+            exit_code = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # pytest and its xdist workers
+            p.wait()
+            exit_code = f"stopped after {timeout:.0f} s"
+    with open(log_path) as f:
+        lines = f.read().strip().splitlines() or [""]
+    summary = [line for line in lines if re.search(r"\d+ (passed|failed)", line)] or [""]
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", summary[-1])}
+    if not isinstance(exit_code, int):  # no summary line: count the verbose per-test lines so far
+        for outcome in ("passed", "failed", "skipped", "error"):
+            counts[outcome] = sum(f" {outcome.upper()} " in f" {line} " for line in lines)
+    failed = {line.split(" - ")[0][len("FAILED ") :] for line in lines if line.startswith(("FAILED ", "ERROR "))}
+    return {"counts": counts, "failed": sorted(failed), "exit": exit_code, "workers": workers,
+            "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
 
 
 def label(row: dict) -> str:
@@ -348,7 +380,7 @@ def main(argv):
         raise cli.ConfigError(f"--only: unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
     wanted = set(_ONLY.value) or {"searchers", "bananas", "mlp", "job"}
     out = cli.output_folder(_OUT.value, "out")
-    env = dict(os.environ, PYTHONPATH=bench_startup.ROOT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [bench_startup.ROOT, os.environ.get("PYTHONPATH")])))
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # cold: nothing read from a persistent cache
     t0 = time.perf_counter()
     report = {"small": _SMALL.value, "environment": run_part("env", env), "searchers": []}
@@ -366,7 +398,8 @@ def main(argv):
         report["default_job"] = default_job(env)
         print(f"default job: {report['default_job']}", flush=True)
     if _TESTS.value:
-        report["tests"] = fast_tests(env)
+        limits = [_TEST_TIMEOUT.value, _TIME_LIMIT.value and max(1.0, _TIME_LIMIT.value - (time.perf_counter() - t0))]
+        report["tests"] = fast_tests(env, out, min([t for t in limits if t], default=None))
         print(f"tests: {report['tests']}", flush=True)
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     with open(os.path.join(out, "accelerator_check.json"), "w") as f:

@@ -23,11 +23,18 @@ import pytest
 # older loop emitters (no MLIR fusion emitters) compile them in another ~40-60% less CPU time,
 # with the same numbers (the golden digests of tests/mf_golden.py hold under both). Every
 # comparison in the suite is between runs under the same flags (subprocesses inherit them).
-# A flag already named in XLA_FLAGS keeps its value there.
+# A flag already named in XLA_FLAGS keeps its value there. XLA retires options between releases
+# (the emitters flag is gone in jaxlib 0.11, and an unknown flag ends the process), so each is
+# asked for once, in a subprocess, before it is set; xdist workers inherit the answer.
 _TEST_XLA_FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false"}
-for _name, _value in _TEST_XLA_FLAGS.items():
-    if _name not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --{_name}={_value}".strip()
+if not os.environ.get("NASJAX_TEST_XLA_FLAGS_SET"):
+    from nas.core.xla_options import xla_flag_known
+
+    _wanted = [f"--{n}={v}" for n, v in _TEST_XLA_FLAGS.items() if n not in os.environ.get("XLA_FLAGS", "")]
+    if _wanted and not xla_flag_known(" ".join(_wanted)):  # one probe when all are known
+        _wanted = [flag for flag in _wanted if xla_flag_known(flag)]
+    os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *_wanted]).strip()
+    os.environ["NASJAX_TEST_XLA_FLAGS_SET"] = "1"
 
 os.environ["NASJAX_DATA"] = os.path.join(tempfile.gettempdir(), "nasjax-tests-no-data-directory")
 

@@ -5,11 +5,15 @@ import jax
 import numpy as np
 import pytest
 
+from nas.core import searcher as searcher_module
 from nas.core.searcher import make_searcher
+from nas.core.xla_options import compile_option_known
 from nas.engine.runner import make_search
 from spaces.benchmarks.registry import make_benchmark
 
 LOOP_EMITTERS = ("random_search", "regularized_evolution", "local_search")
+# the CPU's emitter choice: other backends ignore it, and XLA retired it after jaxlib 0.10
+HAS_EMITTER_OPTION = jax.default_backend() == "cpu" and compile_option_known("xla_cpu_use_fusion_emitters", False)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +25,7 @@ def test_options_and_xla_flags(bench, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "")
     s = make_searcher("regularized_evolution", bench.space, max_queries=20)
     want = {"xla_backend_optimization_level": 1}
-    if jax.default_backend() == "cpu":  # the emitter choice is the CPU's (other backends ignore it)
+    if HAS_EMITTER_OPTION:
         want["xla_cpu_use_fusion_emitters"] = False
     assert s.compiler_options() == want
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true --xla_backend_optimization_level=2")
@@ -29,7 +33,15 @@ def test_options_and_xla_flags(bench, monkeypatch):
     assert make_searcher("remaade", bench.space, max_queries=20).compiler_options() is None
 
 
-@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA's CPU emitters exist on the CPU only")
+def test_an_option_this_xla_does_not_know_is_left_out(bench, monkeypatch):
+    assert not compile_option_known("xla_no_such_option_anywhere", False)
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setattr(searcher_module, "compile_option_known", lambda name, value: False)
+    s = make_searcher("random_search", bench.space, max_queries=20)
+    assert s.compiler_options() == {"xla_backend_optimization_level": 1}
+
+
+@pytest.mark.skipif(not HAS_EMITTER_OPTION, reason="XLA's CPU emitter option: CPU only, retired after jaxlib 0.10")
 @pytest.mark.parametrize("name", LOOP_EMITTERS)
 def test_loop_emitters_give_the_same_history(bench, name):
     s = make_searcher(name, bench.space, max_queries=24)

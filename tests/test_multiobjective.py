@@ -223,6 +223,9 @@ def test_config_checks_of_metrics_and_constraints():
 def test_multi_objective_peers_search_fronts_and_resume(tmp_path, name, options):
     from nas.experiment import peers
 
+    package = {"optuna_mo": "optuna", "syne_tune_morea": "syne_tune"}[name]
+    pytest.importorskip(package, reason=f"the {name} peer needs {package}, an optional package (requirements-dev.txt)")
+
     bench = toy()
     keys = jax.random.split(jax.random.PRNGKey(5), 2)
     peer = peers.make_peer(name, SPACE, max_queries=10, seeds_per_group=1, **options)

@@ -45,7 +45,8 @@ the option fields (``make_searcher(name, space, **options)``).
   older loop emitters instead of its fusion emitters (``xla_cpu_use_fusion_emitters``):
   about 40 % less compile time, the same histories where a step is gathers, compares
   and integer arithmetic; a network's training can round differently, so searchers that
-  train one keep None (docs/scale.md). A setting in ``XLA_FLAGS`` wins. Default: None.
+  train one keep None (docs/scale.md). A setting in ``XLA_FLAGS`` wins; an XLA that has
+  retired the option compiles with its default (``nas.core.xla_options``). Default: None.
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")``, and import
@@ -64,6 +65,7 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
+from nas.core.xla_options import compile_option_known
 from spaces.base import Space
 from spaces.files import DataError
 from spaces.names import did_you_mean, lookup
@@ -270,7 +272,8 @@ class Searcher:
             opts["xla_backend_optimization_level"] = int(level)
         emitters = self.cpu_fusion_emitters
         if emitters is not None and "xla_cpu_use_fusion_emitters" not in flags and jax.default_backend() == "cpu":
-            opts["xla_cpu_use_fusion_emitters"] = bool(emitters)
+            if compile_option_known("xla_cpu_use_fusion_emitters", bool(emitters)):  # retired in newer XLA
+                opts["xla_cpu_use_fusion_emitters"] = bool(emitters)
         return opts or None
 
     # -- identity ----------------------------------------------------------------------

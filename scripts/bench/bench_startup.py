@@ -136,7 +136,7 @@ def result_table(stdout: str) -> str:
 def main(argv):
     del argv
     repo = os.path.abspath(_REPO.value or ROOT)
-    env = dict(os.environ, PYTHONPATH=repo)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     if _PHASES.value:
         r = timed([sys.executable, "-c", PHASES], env, repo)

@@ -1,9 +1,9 @@
 """The speed table on an accelerator in one command: compile and run of each searcher, vmapped training, the
-cold default job, host and device memory, written as JSON and Markdown (sized for about 5 minutes on one
-GPU by the H200 figures of docs/scale.md; not yet run on one).
+cold default job, host and device memory, written as JSON and Markdown (4.5 minutes on an H200 without
+the tests; with them, 8 xdist workers, 8 minutes: docs/scale.md).
 
     python -m scripts.accelerator_check --out=/tmp/accel                  # JAX's default backend (a GPU)
-    python -m scripts.accelerator_check --out=/tmp/accel --tests          # and the fast tests on that device
+    python -m scripts.accelerator_check --out=/tmp/accel --tests --test_workers=8 --time_limit=570
     python -m scripts.accelerator_check --out=/tmp/accel_small --small    # tiny sizes: a few minutes on a CPU
 
 Each part runs in a fresh process, so its peak host memory is its own and its backend starts as a user's run

@@ -11,7 +11,8 @@ switch (``VARIANTS``), meta-trained into its own folder and run as ``tnas_<varia
 ``tnas_<variant>_random_init``: ``no_phi`` the dataset-encoder ablation "none" (no phi: the kernel sees
 ``xi(psi(x))``), ``no_graph`` the paper's "no graph encoder" ablation (psi is the adjacency-matrix
 encoding), ``sgd`` REPTILE's inner optimizer as the paper's SGD (at ``SGD_INNER_LR``; ``sgd_lr<x>`` at
-the candidate rates of its choice), ``pair`` the paper's mini-batches of (task, architecture) pairs:
+the candidate rates of its choice: ``sgd_lr0p001``, ``sgd_lr0p01``, ``sgd_lr0p1``, ``sgd_lr1``), ``pair``
+the paper's mini-batches of (task, architecture) pairs:
 
     python -m scripts.meta_train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/nasjax_tnas/cifar10_no_phi
     python -m scripts.train --config configs/nb201_tnas.py:cifar10,no_phi --workdir /tmp/tnas_c10_no_phi \
@@ -29,6 +30,7 @@ and random search (``configs/default.py``). ``--config.only=tnas,gp_bo`` runs a 
 import dataclasses
 
 import ml_collections
+import numpy as np
 
 from configs import default
 from nas.experiment.config import searcher_configs
@@ -72,9 +74,10 @@ SGD_INNER_LR = 1e-1
 
 
 def sgd_variant(lr: float) -> str:
-    """``sgd_lr1e-2`` for inner learning rate 1e-2 (no dots: a config key)."""
-    mantissa, exponent = f"{lr:.0e}".split("e")
-    return f"sgd_lr{mantissa}e{int(exponent)}"
+    """``sgd_lr0p01`` for inner learning rate 0.01: the decimal digits with ``p`` for the point, so that the
+    name is a config key and ``--config.searchers.tnas_sgd_lr0p01_random_init.<field>`` works on the command
+    line (no dot, no minus sign)."""
+    return "sgd_lr" + np.format_float_positional(lr, trim="-").replace(".", "p")
 
 
 # <target>,<variant>: (config.model changes, config.meta changes); meta-trained into <META_ROOT>/<target>_<variant>

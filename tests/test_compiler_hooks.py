@@ -8,10 +8,13 @@ import pytest
 from nas.core import searcher as searcher_module
 from nas.core.searcher import make_searcher
 from nas.core.xla_options import compile_option_known
+from nas.engine.multi_fidelity_runner import make_mf_search
 from nas.engine.runner import make_search
 from spaces.benchmarks.registry import make_benchmark
+from tests.mf_tables import BUDGETS, SPACE, toy_table
 
 LOOP_EMITTERS = ("random_search", "regularized_evolution", "local_search")
+MF_LOOP_EMITTERS = ("hyperband", "asha")  # successive halving shares Hyperband's BracketSearcher
 # the CPU's emitter choice: other backends ignore it, and XLA retired it after jaxlib 0.10
 HAS_EMITTER_OPTION = jax.default_backend() == "cpu" and compile_option_known("xla_cpu_use_fusion_emitters", False)
 
@@ -53,4 +56,20 @@ def test_loop_emitters_give_the_same_history(bench, name):
     assert compiled[0].as_text() != compiled[1].as_text()  # the option reached XLA: other kernels
     fused, loop = (jax.device_get(c(keys, bench)) for c in compiled)
     for a, b in zip(jax.tree.leaves(fused), jax.tree.leaves(loop)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_EMITTER_OPTION, reason="XLA's CPU emitter option: CPU only, retired after jaxlib 0.10")
+@pytest.mark.parametrize("name", MF_LOOP_EMITTERS)
+def test_schedulers_hooks_give_the_same_history(name):
+    """The bracket schedulers' hooks (level 1, loop emitters) against XLA's defaults (level 3, fusion emitters)."""
+    s = make_searcher(name, SPACE, fidelities=BUDGETS, max_queries=6)
+    assert (s.xla_optimization_level, s.cpu_fusion_emitters) == (1, False)
+    table, keys = toy_table(BUDGETS, continues=True), jax.random.split(jax.random.PRNGKey(4), 2)
+    run = jax.vmap(make_mf_search(s), in_axes=(0, None))
+    options = ({"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3},
+               {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1})  # fmt: skip
+    default, hooks = (jax.device_get(jax.jit(run, compiler_options=o)(keys, table)) for o in options)
+    for a, b in zip(jax.tree.leaves(default), jax.tree.leaves(hooks)):
         np.testing.assert_array_equal(a, b)

@@ -72,6 +72,8 @@ class ASHA(MultiFidelitySearcher):
     """Asynchronous successive halving with W workers (``workers``)."""
 
     Options = ASHAOptions
+    xla_optimization_level = 1  # compile-bound; rungs are gathers, compares and sums: the same histories
+    cpu_fusion_emitters = False  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
 
     def setup(self):
         super().setup()

@@ -99,6 +99,7 @@ class BOHB(Hyperband):
     """Hyperband's brackets with KDE-sampled new configurations."""
 
     Options = BOHBOptions
+    cpu_fusion_emitters = None  # its KDE's exp and log: XLA's default emitters (nas.core.searcher hooks)
 
     def setup(self):
         super().setup()

@@ -93,6 +93,8 @@ class MFBananas(BracketSearcher):
     """BANANAS' ensemble proposing (and, variant b, promoting) within successive-halving brackets."""
 
     Options = MFBananasOptions
+    xla_optimization_level = None  # its ensemble's fits depend on the level (tests/mf_golden.py)
+    cpu_fusion_emitters = None  # trains a network: XLA's default emitters (nas.core.searcher hooks)
 
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":

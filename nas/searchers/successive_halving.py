@@ -82,6 +82,8 @@ class BracketSearcher(MultiFidelitySearcher):
     """Synchronous successive-halving brackets; subclasses give ``make_brackets``."""
 
     Options = BracketOptions
+    xla_optimization_level = 1  # compile-bound; rungs are gathers, compares and sums: the same histories
+    cpu_fusion_emitters = False  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
 
     def make_brackets(self, ladder: tuple[int, ...]) -> tuple[bk.Bracket, ...]:
         raise NotImplementedError

@@ -275,14 +275,13 @@ def default_job(env: dict) -> dict:
             "import_wall_s": round(imports["wall"], 2), "import_cpu_s": round(imports["cpu"], 2)}  # fmt: skip
 
 
-def fast_tests(env: dict, out: str, timeout: float | None) -> dict:
+def fast_tests(env: dict, out: str, timeout: float | None, workers: int = 1) -> dict:
     """``pytest -m "not slow" tests`` on the default backend: the summary counts, failed tests, seconds.
 
     The per-test log streams to ``<out>/tests.log``, so a run stopped at ``--test_timeout`` still says how far
     it got. With several workers, each process takes device memory as it needs it instead of JAX's default
     share of the whole device (``XLA_PYTHON_CLIENT_PREALLOCATE=false``).
     """
-    workers = _TEST_WORKERS.value
     cmd = [sys.executable, "-m", "pytest", "-rfE", "-m", "not slow", "-p", "no:cacheprovider", "tests"]
     cmd += ["-q"] if workers == 1 else ["-n", str(workers), "-v"]
     if workers > 1:
@@ -399,7 +398,7 @@ def main(argv):
         print(f"default job: {report['default_job']}", flush=True)
     if _TESTS.value:
         limits = [_TEST_TIMEOUT.value, _TIME_LIMIT.value and max(1.0, _TIME_LIMIT.value - (time.perf_counter() - t0))]
-        report["tests"] = fast_tests(env, out, min([t for t in limits if t], default=None))
+        report["tests"] = fast_tests(env, out, min([t for t in limits if t], default=None), _TEST_WORKERS.value)
         print(f"tests: {report['tests']}", flush=True)
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     with open(os.path.join(out, "accelerator_check.json"), "w") as f:

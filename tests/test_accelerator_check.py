@@ -45,3 +45,13 @@ def test_small_check_writes_every_part(tmp_path):
     text = (tmp_path / "accelerator_check.md").read_text()
     assert "| random_search, 4 seeds x 12 queries |" in text and "| bananas, 2 seeds x 14 queries |" in text
     assert "Default job cold" in text and "vmapped / one at a time" in text
+
+
+def test_fast_tests_stopped_at_their_limit_keep_their_log(tmp_path):
+    """``--tests`` under a time limit (a lent machine): the pytest process tree is stopped, the log stays."""
+    from scripts.accelerator_check import fast_tests
+
+    result = fast_tests(dict(os.environ, PYTHONPATH=ROOT), str(tmp_path), timeout=1.0, workers=2)
+    assert result["exit"] == "stopped after 1 s" and result["workers"] == 2 and result["failed"] == []
+    assert set(result["counts"]) == {"passed", "failed", "skipped", "error"}  # counted from the verbose lines
+    assert (tmp_path / "tests.log").exists() and 1.0 <= result["wall_s"] < 30

@@ -252,9 +252,11 @@ def default_compilation_cache() -> str:
     return path
 
 
-def enable_compilation_cache(path: str, min_compile_secs: float = 0.5) -> None:
+def enable_compilation_cache(path: str, min_compile_secs: float = 0.05) -> None:
     """Turns on JAX's persistent compilation cache in ``path`` ('' = leave it off): a rerun of the same
-    programs skips most XLA compiles. Programs that compile faster than ``min_compile_secs`` are not cached."""
+    programs skips most XLA compiles. Programs that compile faster than ``min_compile_secs`` are not cached
+    (0.05 s: a rerun of the default job also skips its helper programs of 0.01-0.5 s each, about 0.5 s of
+    CPU time, for under 100 KB more on disk)."""
     if not path:
         return
     path = os.path.expanduser(path)

@@ -6,7 +6,7 @@
     python -m scripts.bench.bench_compile --benchmarks=nb201/cifar10,byo24 --max_queries=20     # tiny vs large
 
 Each searcher runs in a fresh child process with an empty persistent compilation cache (a new temporary
-folder, kept as ``scripts.train`` keeps its cache: programs slower than 0.5 s to compile are written to it),
+folder, kept as ``scripts.train`` keeps its cache: programs slower than 0.05 s to compile are written to it),
 as ``scripts.train`` runs it: ``nas.engine.host_loop.run_chunked`` over ``--seeds`` seeds on NAS-Bench-201
 cifar10, the seeds split over one JAX device per core. The programs' shapes do not depend on the seed count
 beyond their leading axis, so 20 seeds compile as 500 do. Its options are the searcher's defaults with the
@@ -253,7 +253,7 @@ def main(argv):
     names = _SEARCHERS.value or available_searchers(multi_fidelity=None)
     env = dict(os.environ)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the child uses its own empty cache
-    env.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)  # scripts.train's threshold (0.5 s)
+    env.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)  # scripts.train's threshold (0.05 s)
     print(f"{_SEEDS.value} seeds per searcher on {','.join(_BENCH.value)}, one child process each, empty "
           f"compilation cache; load {os.getloadavg()[0]:.1f}; XLA_FLAGS={env.get('XLA_FLAGS', '')!r}",
           flush=True)  # fmt: skip

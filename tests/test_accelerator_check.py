@@ -48,10 +48,14 @@ def test_small_check_writes_every_part(tmp_path):
 
 
 def test_fast_tests_stopped_at_their_limit_keep_their_log(tmp_path):
-    """``--tests`` under a time limit (a lent machine): the pytest process tree is stopped, the log stays."""
-    from scripts.accelerator_check import fast_tests
-
-    result = fast_tests(dict(os.environ, PYTHONPATH=ROOT), str(tmp_path), timeout=1.0, workers=2)
+    """``--tests`` under a time limit (a lent machine): the pytest process tree is stopped, the log stays.
+    In a subprocess: the script's module defines absl flags that other entry points define too."""
+    code = ("import json, os, sys; from scripts.accelerator_check import fast_tests; "
+            "print(json.dumps(fast_tests(dict(os.environ), sys.argv[1], timeout=1.0, workers=2)))")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["exit"] == "stopped after 1 s" and result["workers"] == 2 and result["failed"] == []
     assert set(result["counts"]) == {"passed", "failed", "skipped", "error"}  # counted from the verbose lines
     assert (tmp_path / "tests.log").exists() and 1.0 <= result["wall_s"] < 30

@@ -19,6 +19,12 @@ MF_LOOP_EMITTERS = ("hyperband", "asha")  # successive halving shares Hyperband'
 HAS_EMITTER_OPTION = jax.default_backend() == "cpu" and compile_option_known("xla_cpu_use_fusion_emitters", False)
 
 
+def assert_same_histories(a, b) -> None:
+    """Every array of two runs' outputs equal, bit for bit."""
+    for x, y in zip(jax.tree.leaves(jax.device_get(a)), jax.tree.leaves(jax.device_get(b)), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
 @pytest.fixture(scope="module")
 def bench():
     return make_benchmark("nb201/cifar10")
@@ -50,13 +56,10 @@ def test_loop_emitters_give_the_same_history(bench, name):
     s = make_searcher(name, bench.space, max_queries=24)
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
     run = jax.vmap(make_search(s), in_axes=(0, None))
-    runs = [jax.jit(run, compiler_options={"xla_cpu_use_fusion_emitters": on, "xla_backend_optimization_level": 1})
-            for on in (True, False)]  # fmt: skip
-    compiled = [r.lower(keys, bench).compile() for r in runs]
+    options = [{"xla_cpu_use_fusion_emitters": on, "xla_backend_optimization_level": 1} for on in (True, False)]
+    compiled = [jax.jit(run, compiler_options=o).lower(keys, bench).compile() for o in options]
     assert compiled[0].as_text() != compiled[1].as_text()  # the option reached XLA: other kernels
-    fused, loop = (jax.device_get(c(keys, bench)) for c in compiled)
-    for a, b in zip(jax.tree.leaves(fused), jax.tree.leaves(loop)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_histories(*(c(keys, bench) for c in compiled))
 
 
 @pytest.mark.slow
@@ -70,6 +73,4 @@ def test_schedulers_hooks_give_the_same_history(name):
     run = jax.vmap(make_mf_search(s), in_axes=(0, None))
     options = ({"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3},
                {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1})  # fmt: skip
-    default, hooks = (jax.device_get(jax.jit(run, compiler_options=o)(keys, table)) for o in options)
-    for a, b in zip(jax.tree.leaves(default), jax.tree.leaves(hooks)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_histories(*(jax.jit(run, compiler_options=o)(keys, table) for o in options))

@@ -133,6 +133,7 @@ def figure(data: dict, out: str) -> None:
         label, scale = UNITS[task]
         for col, axis in enumerate(("t", "compute")):
             ax = axes[row, col]
+            plotted = False
             for method, runs in data[task].items():
                 curves = [curve(r) for r in runs]
                 hi = max(float(c[axis][-1]) for c in curves)
@@ -140,11 +141,15 @@ def figure(data: dict, out: str) -> None:
                 vals = np.stack([at(c, axis, points) for c in curves]) * scale
                 q = np.percentile(np.where(np.isfinite(vals), vals, 1e300), [25, 50, 75], axis=0)
                 has = q[1] < 1e290  # the median run has an incumbent (with half the runs at inf, it is inf)
+                plotted |= bool(has.any())
                 ours = not method.startswith(("optuna", "ray_asha"))
                 line = ax.plot(points[has], q[1][has], label=NAMES.get(method, method), ls="-" if ours else "--")
                 ax.fill_between(points[has], q[0][has], np.minimum(q[2], q[1] * 10)[has], alpha=0.15,
                                 color=line[0].get_color())  # fmt: skip
-            ax.set_yscale("log")
+            if plotted:  # a log axis needs a value: a budget too small for a top-budget result leaves none
+                ax.set_yscale("log")
+            else:
+                ax.text(0.5, 0.5, "no top-budget result yet", transform=ax.transAxes, ha="center")
             if axis == "compute":
                 ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 40k, not 40000 (labels collide)
             unit = "iterations" if task == "naval" else "epochs"

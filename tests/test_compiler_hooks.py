@@ -74,3 +74,33 @@ def test_schedulers_hooks_give_the_same_history(name):
     options = ({"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3},
                {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1})  # fmt: skip
     assert_same_histories(*(jax.jit(run, compiler_options=o)(keys, table) for o in options))
+
+
+def test_init_options(bench, monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "")
+    loop = {"xla_cpu_use_fusion_emitters": False} if HAS_EMITTER_OPTION else {}
+    remaade = make_searcher("remaade", bench.space, max_queries=20)
+    assert remaade.init_compiler_options() == (loop or None)  # XLA's default level, the loop emitters
+    evolution = make_searcher("regularized_evolution", bench.space, max_queries=20)
+    assert evolution.init_compiler_options() == {"xla_backend_optimization_level": 0, **loop}
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    assert remaade.init_compiler_options() is None  # the user's flag wins
+
+
+# searchers whose init compiles at XLA's default level and draws floats: policy networks, a meta-DNN, MLP
+# ensembles, GPs (ReACTS' init, 13 s to compile with the fusion emitters, and TNAS', 7 s, are compared by
+# scripts.bench.bench_compile's digests instead)
+FLOAT_INITS = ("alphax", "bananas", "gp_bo", "mcts", "nasbot", "remaade", "smbo_linear")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_EMITTER_OPTION, reason="XLA's CPU emitter option: CPU only, retired after jaxlib 0.10")
+def test_init_states_are_the_same_with_the_loop_emitters(bench):
+    from nas.engine.runner import init_state
+
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    for name in FLOAT_INITS:
+        s = make_searcher(name, bench.space, max_queries=20)
+        init = jax.vmap(lambda k, s=s: init_state(s, k))
+        options = [{"xla_cpu_use_fusion_emitters": on, "xla_backend_optimization_level": 3} for on in (True, False)]
+        assert_same_histories(*(jax.jit(init, compiler_options=o)(keys) for o in options))

@@ -47,6 +47,8 @@ the option fields (``make_searcher(name, space, **options)``).
   and integer arithmetic; a network's training can round differently, so searchers that
   train one keep None (docs/scale.md). A setting in ``XLA_FLAGS`` wins; an XLA that has
   retired the option compiles with its default (``nas.core.xla_options``). Default: None.
+  The ``init`` program, which runs once, compiles with the loop emitters for every searcher
+  (``init_compiler_options``: the same initial state, a fraction of the compile).
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")``, and import
@@ -274,6 +276,27 @@ class Searcher:
         if emitters is not None and "xla_cpu_use_fusion_emitters" not in flags and jax.default_backend() == "cpu":
             if compile_option_known("xla_cpu_use_fusion_emitters", bool(emitters)):  # retired in newer XLA
                 opts["xla_cpu_use_fusion_emitters"] = bool(emitters)
+        return opts or None
+
+    def init_compiler_options(self) -> dict | None:
+        """Options for the ``init`` program, compiled once and run once per run.
+
+        A searcher that tunes its level (the hooks above) compiles its init at level 0. On a CPU every
+        init compiles with XLA's loop emitters: an init is random draws and elementwise transforms of
+        them, and with the fusion emitters LLVM unrolled the nested small loops of chained key
+        derivations (``fold_in``, then ``split``, then a draw) into one kernel that took 11.6 s to
+        compile for ReACTS (its whole init: 12.5 s against 1.7 s). The initial state is the same bit for
+        bit with either emitter for every registered searcher (``tests/test_compiler_hooks.py``,
+        ``scripts.bench.bench_compile`` digests). A setting in ``XLA_FLAGS`` wins.
+        """
+        import os
+
+        opts = dict(self.compiler_options() or {})
+        if opts:
+            opts["xla_backend_optimization_level"] = 0
+        if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", "") and jax.default_backend() == "cpu":
+            if compile_option_known("xla_cpu_use_fusion_emitters", False):  # retired in newer XLA
+                opts["xla_cpu_use_fusion_emitters"] = False
         return opts or None
 
     # -- identity ----------------------------------------------------------------------

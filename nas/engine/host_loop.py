@@ -124,9 +124,7 @@ def init_program(searcher: Searcher, sharding=None, metrics: tuple[str, ...] = (
     ``sharding``: the seed keys' ``NamedSharding`` (``nas.engine.devices``); the state comes out split like
     the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
     """
-    opts = searcher.compiler_options()
-    if opts is not None:  # a searcher that tunes its level: its init runs once, so it compiles at level 0
-        opts = {**opts, "xla_backend_optimization_level": 0}
+    opts = searcher.init_compiler_options()  # it runs once: compiled for a short compile
 
     init = mf_init_state if is_multi_fidelity(searcher) else init_state
 

@@ -88,8 +88,8 @@ def test_init_options(bench, monkeypatch):
 
 
 # searchers whose init compiles at XLA's default level and draws floats: policy networks, a meta-DNN, MLP
-# ensembles, GPs (ReACTS' init, 13 s to compile with the fusion emitters, and TNAS', 7 s, are compared by
-# scripts.bench.bench_compile's digests instead)
+# ensembles, GPs (ReACTS' init, 13 s to compile with the fusion emitters, and TNAS', 7 s for both compiles,
+# are compared by scripts.bench.bench_compile's history digests instead)
 FLOAT_INITS = ("alphax", "bananas", "gp_bo", "mcts", "nasbot", "remaade", "smbo_linear")
 
 

@@ -124,7 +124,7 @@ def init_program(searcher: Searcher, sharding=None, metrics: tuple[str, ...] = (
     ``sharding``: the seed keys' ``NamedSharding`` (``nas.engine.devices``); the state comes out split like
     the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
     """
-    opts = searcher.init_compiler_options()  # it runs once: compiled for a short compile
+    opts = searcher.init_compiler_options()  # it runs once: options for a short compile
 
     init = mf_init_state if is_multi_fidelity(searcher) else init_state
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import typing
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -73,6 +74,14 @@ from spaces.files import DataError
 from spaces.names import did_you_mean, lookup
 
 SEARCHERS: dict[str, type[Searcher]] = {}
+
+
+def _cpu_emitters_option(on: bool) -> dict:
+    """``{"xla_cpu_use_fusion_emitters": on}`` on a CPU whose XLA knows the option (retired after jaxlib
+    0.10) and where ``XLA_FLAGS`` does not set it (the user's flag wins); else nothing."""
+    if "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", "") or jax.default_backend() != "cpu":
+        return {}
+    return {"xla_cpu_use_fusion_emitters": on} if compile_option_known("xla_cpu_use_fusion_emitters", on) else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,16 +275,12 @@ class Searcher:
 
     def compiler_options(self) -> dict | None:
         """Options for ``jax.jit(..., compiler_options=...)`` of this searcher's programs (see the hooks)."""
-        import os
-
-        flags, opts = os.environ.get("XLA_FLAGS", ""), {}
+        opts = {}
         level = self.xla_optimization_level
-        if level is not None and "xla_backend_optimization_level" not in flags:
+        if level is not None and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
             opts["xla_backend_optimization_level"] = int(level)
-        emitters = self.cpu_fusion_emitters
-        if emitters is not None and "xla_cpu_use_fusion_emitters" not in flags and jax.default_backend() == "cpu":
-            if compile_option_known("xla_cpu_use_fusion_emitters", bool(emitters)):  # retired in newer XLA
-                opts["xla_cpu_use_fusion_emitters"] = bool(emitters)
+        if self.cpu_fusion_emitters is not None:
+            opts.update(_cpu_emitters_option(bool(self.cpu_fusion_emitters)))
         return opts or None
 
     def init_compiler_options(self) -> dict | None:
@@ -289,14 +294,10 @@ class Searcher:
         bit with either emitter for every registered searcher (``tests/test_compiler_hooks.py``,
         ``scripts.bench.bench_compile`` digests). A setting in ``XLA_FLAGS`` wins.
         """
-        import os
-
         opts = dict(self.compiler_options() or {})
         if opts:
             opts["xla_backend_optimization_level"] = 0
-        if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", "") and jax.default_backend() == "cpu":
-            if compile_option_known("xla_cpu_use_fusion_emitters", False):  # retired in newer XLA
-                opts["xla_cpu_use_fusion_emitters"] = False
+        opts.update(_cpu_emitters_option(False))
         return opts or None
 
     # -- identity ----------------------------------------------------------------------

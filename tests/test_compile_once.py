@@ -80,8 +80,9 @@ def test_chunks_update_the_state_in_place_and_release_compiler_memory(monkeypatc
 
 
 def test_one_line_per_new_compiled_program(capsys, monkeypatch):
-    """With progress on, a run says when it compiles (once per searcher, and per new chunk program later),
-    how long that took and what the compilation cache did; programs compiled earlier print nothing."""
+    """With progress on, a run says when it compiles (once per searcher: its programs are compiled together
+    before the first chunk), how long that took and what the compilation cache did; programs compiled
+    earlier print nothing."""
     import re
 
     import jax
@@ -105,7 +106,7 @@ def test_one_line_per_new_compiled_program(capsys, monkeypatch):
     assert notices() == []  # the same programs: nothing to say
     run_chunked(s, bench, keys, chunk_steps=3, progress=True, label="rs")  # chunks 0-3, 3-6, 6-8: two new
     lines = notices()
-    assert [x.split(" ... ")[0] for x in lines] == ["compiling rs", "compiling rs (steps 6-8)"], lines
+    assert [x.split(" ... ")[0] for x in lines] == ["compiling rs"], lines  # both, before the first chunk
     monkeypatch.setattr(compile_notice, "_cache_dir", lambda: "/c")
     kept = "1 program kept in the compilation cache /c"
     assert compile_notice.describe(1.23, compiles=3, slow=1, hits=2) == (
@@ -114,3 +115,48 @@ def test_one_line_per_new_compiled_program(capsys, monkeypatch):
     assert compile_notice.describe(0.5, compiles=0, slow=0, hits=1) == "0.5 s (1 program from the compilation cache)"
     monkeypatch.setattr(compile_notice, "_cache_dir", lambda: "")
     assert compile_notice.describe(2.0, 1, 1, 0) == "2.0 s (no compilation cache: --compilation_cache is off)"
+
+
+def test_programs_compile_together_in_threads_and_run_without_compiling_again(monkeypatch):
+    """``compile_ahead`` lowers programs in the calling thread and compiles them in a pool of threads
+    (``nas.engine.program_cache``); the calls that follow neither trace nor compile. A run's programs are
+    compiled from abstract arguments (``run_programs``: the chunk's state is the init program's output
+    shape), before anything runs."""
+    import threading
+
+    import jax
+
+    from nas.core.searcher import make_searcher
+    from nas.engine import compile_notice, program_cache
+    from nas.engine.devices import shard_keys
+    from nas.engine.host_loop import chunk_bounds, run_chunked, run_programs
+    from spaces.benchmarks.registry import make_benchmark
+
+    assert program_cache.compile_threads(1) == 1
+    monkeypatch.setenv(program_cache.THREADS_ENV, "3")
+    assert program_cache.compile_threads(8) == 3 and program_cache.compile_threads(2) == 2
+    for bad in ("0", "two"):
+        monkeypatch.setenv(program_cache.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match=program_cache.THREADS_ENV):
+            program_cache.compile_threads(2)
+    monkeypatch.setenv(program_cache.THREADS_ENV, "2")
+    threads = set()
+    compile_ = jax.stages.Lowered.compile
+    monkeypatch.setattr(
+        jax.stages.Lowered,
+        "compile",
+        lambda self, *a, **k: threads.add(threading.current_thread().name) or compile_(self, *a, **k),
+    )
+    bench = make_benchmark("nb201/cifar10")
+    s = make_searcher("regularized_evolution", bench.space, max_queries=10, population_size=5, tournament_size=3)
+    keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(1), 2))  # placed as run_chunked places them
+    programs = run_programs(s, bench, keys, chunk_bounds(s, 4))  # init, chunks of 4 steps and of 2
+    assert len(programs) == 3
+    assert isinstance(jax.tree.leaves(programs[1][1][1])[0], jax.ShapeDtypeStruct)  # nothing ran
+    program_cache.compile_ahead(programs, "re", notice=False)
+    assert threads and all(name.startswith("nasjax-compile") for name in threads), threads
+    compile_notice._listen()
+    before = compile_notice._totals["compiles"]
+    h = run_chunked(s, bench, keys, chunk_steps=4, progress=False)
+    jax.block_until_ready(h.score)
+    assert compile_notice._totals["compiles"] == before, "a program compiled ahead compiled again"

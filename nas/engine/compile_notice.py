@@ -9,7 +9,8 @@ compiled call and, once it returns, the seconds spent compiling and where the re
     compiling regularized_evolution ... 0.2 s (2 programs from the compilation cache)
 
 The seconds are JAX's own compile events (tracing, lowering, XLA) during the call, read through
-``jax.monitoring``; the first execution of the program is not in them. JAX's persistent cache keeps
+``jax.monitoring``, and at most the wall time of the block (programs compiled in parallel threads,
+``nas.engine.program_cache``, overlap); the first execution of the program is not in them. JAX's persistent cache keeps
 a program that took at least ``jax_persistent_cache_min_compile_time_secs`` to compile, so a line
 says "kept" only for those.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 import time
 
 import jax
@@ -33,6 +35,7 @@ COMPILE_EVENTS = (
 CACHE_HIT = "/jax/compilation_cache/cache_hits"
 
 _totals = {"seconds": 0.0, "compiles": 0, "slow": 0, "hits": 0}  # since the listeners were registered
+_lock = threading.Lock()  # compiles in several threads report at once
 
 
 @functools.cache
@@ -40,15 +43,17 @@ def _listen() -> None:
     """Registers (once per process) the listeners that count compile seconds, compiles and cache hits."""
 
     def duration(event: str, secs: float, **_) -> None:
-        if event in COMPILE_EVENTS:
-            _totals["seconds"] += secs
-        if event == BACKEND_COMPILE_EVENT:
-            _totals["compiles"] += 1
-            _totals["slow"] += secs >= _min_cached_secs()
+        with _lock:
+            if event in COMPILE_EVENTS:
+                _totals["seconds"] += secs
+            if event == BACKEND_COMPILE_EVENT:
+                _totals["compiles"] += 1
+                _totals["slow"] += secs >= _min_cached_secs()
 
     def count(event: str, **_) -> None:
         if event == CACHE_HIT:
-            _totals["hits"] += 1
+            with _lock:
+                _totals["hits"] += 1
 
     jax.monitoring.register_event_duration_secs_listener(duration)
     jax.monitoring.register_event_listener(count)
@@ -93,7 +98,8 @@ def compile_notice(label: str, enabled: bool = True, stream=None):
     finally:
         d = {k: _totals[k] - before[k] for k in _totals}
         if d["compiles"] or d["hits"]:
-            stream.write(describe(d["seconds"], d["compiles"], d["slow"], d["hits"]) + "\n")
+            seconds = min(d["seconds"], time.perf_counter() - t0)  # parallel compiles overlap
+            stream.write(describe(seconds, d["compiles"], d["slow"], d["hits"]) + "\n")
         else:
             stream.write(f"{time.perf_counter() - t0:.1f} s (compiled earlier in this process)\n")
         stream.flush()

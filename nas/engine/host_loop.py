@@ -12,8 +12,9 @@ Between chunks the host draws a progress bar (stderr), reports per-chunk
 metrics through a callback and writes a checkpoint of the whole run state
 (``nas.engine.checkpoint``, atomic) once ``CHECKPOINT_EVERY_S`` seconds have passed since
 the last one, and when the run stops early (``max_chunks``); never after the last chunk,
-whose state the caller saves as the history. A program not compiled yet in this process is
-compiled ahead of its first call under a ``compiling <label> ...`` line
+whose state the caller saves as the history. A fresh run compiles all its programs (init and
+chunks) before the first chunk, together in threads (``nas.engine.program_cache``; ``compile_runs``
+does it for several searchers at once), under a ``compiling <label> ...`` line
 (``nas.engine.compile_notice``), so a long compile never looks like a hang.
 
 Chunking never changes numbers: step ``t`` of a seed uses ``fold_in(key, t)``
@@ -25,7 +26,7 @@ tables are not baked into the program.
 
 from __future__ import annotations
 
-import collections
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -36,59 +37,18 @@ from jax.sharding import NamedSharding
 
 from nas.core.multi_fidelity import is_multi_fidelity
 from nas.core.searcher import Searcher
-from nas.engine import checkpoint
+from nas.engine import checkpoint, program_cache
 from nas.engine.compile_notice import compile_notice
-from nas.engine.compiler_memory import trim_after_compiles
 from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import mf_init_state, mf_run_steps
+from nas.engine.program_cache import compile_ahead, compiled, is_compiled
 from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 
-_CACHE_SIZE = 64
-_PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, what, length) -> jitted fn
-_COMPILED: set = set()  # (program id, argument tree, argument shapes) compiled ahead (``compile_ahead``)
 # a checkpoint costs a write and an fsync of the whole run state: for runs of many short chunks, at most
 # one per CHECKPOINT_EVERY_S seconds (a kill then loses at most that much work; resuming stays exact)
 CHECKPOINT_EVERY_S = 30.0
-_bar_open = [False]  # a progress bar is drawn on stderr's current line (show_progress)
-
-
-def compiled(searcher: Searcher, what: str, length: int, make: Callable[[], Callable]) -> Callable:
-    """The jitted program ``make()`` for ``(searcher, what, length)``, cached (LRU) across calls.
-
-    Searchers compare by class, space and options (``nas.core.searcher``), so a new
-    searcher object with the same options reuses the compiled program.
-    """
-    trim_after_compiles()  # the compiler's freed heap does not add to the run's peak memory
-    key = (searcher, what, length)
-    if key in _PROGRAMS:
-        _PROGRAMS.move_to_end(key)
-    else:
-        _PROGRAMS[key] = make()
-        if len(_PROGRAMS) > _CACHE_SIZE:
-            evicted = id(_PROGRAMS.popitem(last=False)[1])
-            _COMPILED.difference_update({c for c in _COMPILED if c[0] == evicted})
-    return _PROGRAMS[key]
-
-
-def compile_ahead(programs: list[tuple[Callable, tuple]], label: str, notice: bool) -> None:
-    """Compiles each ``(jitted function, example arguments)`` not compiled yet for arguments of these shapes,
-    under one ``compiling <label> ...`` line when ``notice``. JAX keeps the executables, so the calls that
-    follow run them without tracing or compiling again."""
-    new = []
-    for program, args in programs:
-        leaves, tree = jax.tree.flatten(args)  # the tree holds static fields (an objective's protocol, ...)
-        shapes = tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in leaves)
-        if (id(program), tree, shapes) not in _COMPILED:
-            new.append((program, args, (id(program), tree, shapes)))
-    if new:
-        if notice and _bar_open[0]:  # the notice goes on a line of its own
-            sys.stderr.write("\n")
-            _bar_open[0] = False
-        with compile_notice(label, notice):
-            for program, args, key in new:
-                program.lower(*args).compile()
-                _COMPILED.add(key)
+_bar_open = program_cache.bar_open  # a progress bar is drawn on stderr's current line (show_progress)
 
 
 def auto_chunk_steps(num_steps: int, target_chunks: int = 10) -> int:
@@ -247,16 +207,18 @@ def run_chunked(
     name = label or searcher.registry_name
     notice = progress and is_lead()
     new_searcher = not is_compiled(searcher, _with_metrics(("init", sharding), metrics), 0)
-    with compile_notice(name, notice and new_searcher):  # one line for the init and the first chunk's programs
-        state = shard_like(keys, init_program(searcher, sharding, metrics)(keys))
+    with compile_notice(name, notice and new_searcher):  # one line for the init and the chunk programs
+        init = init_program(searcher, sharding, metrics)
+        if new_searcher and not (ckpt_path is not None and os.path.exists(ckpt_path)):  # a fresh run
+            compile_ahead(run_programs(searcher, objective, keys, bounds, metrics, max_chunks), name, False)
+        state = shard_like(keys, init(keys))
         if ckpt_path is not None:
             state = resume(ckpt_path, keys, state, fprint)
         step = saved = int(first_value(state.step))
         num_chunks = len(bounds) - 1
         first = next((c for c in range(num_chunks) if bounds[c + 1] > step), None)
-        if first is not None:
-            program = chunk_for(searcher, max(bounds[first], step), bounds[first + 1], metrics)
-            compile_ahead([(program, (keys, state, objective))], name, notice and not new_searcher)
+        programs = chunk_programs(searcher, bounds, step, metrics, max_chunks)
+        compile_ahead([(p, (keys, state, objective)) for p in programs], name, notice and not new_searcher)
     t0 = t_saved = time.perf_counter()
     done_now = 0
     mf = is_multi_fidelity(searcher)
@@ -333,9 +295,58 @@ def chunk_for(searcher: Searcher, lo: int, hi: int, metrics: tuple[str, ...] = (
     return chunk_program(searcher.program_for(lo, hi), hi - lo, rows, metrics)
 
 
-def is_compiled(searcher: Searcher, what, length: int) -> bool:
-    """Whether this process holds the program ``(searcher, what, length)`` already."""
-    return (searcher, what, length) in _PROGRAMS
+def chunk_programs(
+    searcher: Searcher, bounds: list[int], step: int, metrics: tuple[str, ...] = (), max_chunks: int | None = None
+) -> list[Callable]:
+    """The distinct programs of the chunks a run from ``step`` calls (the first ``max_chunks`` of them)."""
+    out, chunks = [], 0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if hi <= step:
+            continue
+        if max_chunks is not None and chunks >= max_chunks:
+            break
+        program = chunk_for(searcher, max(lo, step), hi, metrics)
+        chunks += 1
+        if all(program is not p for p in out):
+            out.append(program)
+    return out
+
+
+def run_programs(
+    searcher: Searcher,
+    objective,
+    keys: jax.Array,
+    bounds: list[int],
+    metrics: tuple[str, ...] = (),
+    max_chunks: int | None = None,
+) -> list[tuple[Callable, tuple]]:
+    """``(program, example arguments)`` of every program a fresh run of ``searcher`` calls: its init program
+    and its distinct chunk programs (``compile_ahead`` compiles them together). ``keys``: placed as
+    ``shard_keys`` places them; the chunks' state is the init program's output as an abstract value
+    (shapes and shardings), so nothing runs."""
+    sharding = keys.sharding if isinstance(getattr(keys, "sharding", None), NamedSharding) else None
+    init = init_program(searcher, sharding, metrics)
+    state = init.trace(keys).out_info
+    chunks = chunk_programs(searcher, bounds, 0, metrics, max_chunks)
+    return [(init, (keys,))] + [(p, (keys, state, objective)) for p in chunks]
+
+
+def compile_runs(runs: dict, keys: jax.Array, chunk_steps: int = 0, metrics: tuple[str, ...] = (), notice=True):
+    """Compiles the programs of fresh runs of several searchers together (``runs``: label -> (searcher,
+    objective)), under one ``compiling <labels> ...`` line, so their compiles overlap
+    (``nas.engine.program_cache``); ``run_chunked`` then finds them compiled. Searchers whose programs would
+    not all fit the program cache with the others' are left to compile when they run."""
+    programs, labels = [], []
+    for label, (searcher, objective) in runs.items():
+        placed = shard_keys(searcher, keys)
+        more = run_programs(searcher, objective, placed, chunk_bounds(searcher, chunk_steps), tuple(metrics))
+        if len(programs) + len(more) > program_cache.CACHE_SIZE // 2:
+            continue
+        programs += more
+        labels.append(label)
+    if programs:
+        compile_ahead(programs, ", ".join(labels), notice and is_lead())
+    return labels
 
 
 def save_checkpoint(ckpt_path: str, state, fprint: str) -> None:

@@ -2,7 +2,8 @@
 
 A plain ``CategoricalSpace`` (a ``{name: [values]}`` space) or a declared order-aware ``HPOSpace`` has
 jittable methods that depend on its shape alone, so every Study on a space of that shape runs its
-searcher on one shared space (``program_space``) and reuses its compiled programs (``nas.engine.host_loop.compiled``).
+searcher on one shared space (``program_space``) and reuses its compiled programs
+(``nas.engine.program_cache.compiled``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import jax
 
 from nas.core.searcher import Searcher
 from nas.engine.devices import default_compilation_cache
-from nas.engine.host_loop import compiled
+from nas.engine.program_cache import compiled
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 from spaces.hpo import HPOSpace
@@ -38,7 +39,7 @@ def program_space(space: Space) -> Space:
 
 def study_programs(searcher: Searcher) -> tuple:
     """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
-    searcher (``nas.engine.host_loop.compiled``). The step keys are derived inside ``ask``, as
+    searcher (``nas.engine.program_cache.compiled``). The step keys are derived inside ``ask``, as
     ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
     default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
     light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)

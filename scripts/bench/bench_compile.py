@@ -4,6 +4,7 @@
     python -m scripts.bench.bench_compile --searchers=bananas,gp_bo --json=/tmp/compile.json
     python -m scripts.bench.bench_compile --searchers=random_search --seeds=4 --max_queries=12   # a quick look
     python -m scripts.bench.bench_compile --benchmarks=nb201/cifar10,byo24 --max_queries=20     # tiny vs large
+    python -m scripts.bench.bench_compile --searchers=gp_bo --together     # the wall time a run waits for
 
 Each searcher runs in a fresh child process with an empty persistent compilation cache (a new temporary
 folder, kept as ``scripts.train`` keeps its cache: programs slower than 0.05 s to compile are written to it),
@@ -17,6 +18,8 @@ for ``warm_start``, a 4-string design (it has no default design). ``--benchmarks
 tiny table compiles as fast as a large one (with ``--max_queries=20``, below its size; multi-fidelity
 searchers are skipped on tables without fidelities). ``--xla_options`` compiles every chunk program with
 other XLA options (its init program then at level 0), to compare compile and run time and the digest.
+``--together`` compiles each searcher's programs as ``scripts.train`` does, all at once in a pool of threads
+(``nas.engine.program_cache``), and reports that compile's CPU and wall seconds instead of the phases.
 
 Every program the run compiles (the init program and each distinct chunk program) is traced, lowered
 and compiled ahead by this script, each phase timed in CPU seconds of the process (``time.process_time``:
@@ -57,6 +60,9 @@ _JSON = flags.DEFINE_string("json", "", "Write every figure to this JSON file.")
 _TIMEOUT = flags.DEFINE_integer("timeout", 3600, "Seconds per searcher before its child process is stopped.")
 _XLA = flags.DEFINE_list(
     "xla_options", [], "name=value XLA options for every searcher's chunk programs, in place of its own (to compare)."
+)
+_TOGETHER = flags.DEFINE_bool(
+    "together", False, "Compile each searcher's programs as a run does (together, in threads): wall time, not phases."
 )
 _CHILD = flags.DEFINE_string("child", "", "internal: measure one searcher in this process")
 
@@ -162,7 +168,7 @@ def measure(name: str, bench_name: str) -> dict:
     atexit.register(shutil.rmtree, cache, ignore_errors=True)  # the empty cache this process filled
     enable_compilation_cache(cache)
     from nas.core.searcher import make_searcher
-    from nas.engine import host_loop
+    from nas.engine import host_loop, program_cache
     from scripts.bench.compile_stats import CompileStats
 
     bench = load_benchmark(bench_name)
@@ -175,35 +181,31 @@ def measure(name: str, bench_name: str) -> dict:
     phases, stats = Phases(), CompileStats()
 
     def label(program) -> str:
-        key = next(k for k, v in host_loop._PROGRAMS.items() if v is program)
+        key = next(k for k, v in program_cache._PROGRAMS.items() if v is program)
         what = key[1][0] if isinstance(key[1], tuple) else key[1]
         variant = f" variant {key[0].variant}" if key[0].variant is not None else ""
         return f"{what} {key[2]}{variant}".strip()
 
-    init_program = host_loop.init_program
-
-    def compile_ahead(programs, label_, notice):  # host_loop.compile_ahead, each phase timed
+    def compile_ahead(programs, label_, notice):  # program_cache.compile_ahead one at a time, each phase timed
         del label_, notice
         for program, args in programs:
-            leaves, tree = jax.tree.flatten(args)
-            shapes = tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x)))) for x in leaves)
-            if (id(program), tree, shapes) not in host_loop._COMPILED:
+            key = program_cache._signature(program, args)
+            if key not in program_cache._COMPILED:
                 phases.compile(program, args, label(program))
-                host_loop._COMPILED.add((id(program), tree, shapes))
+                program_cache._COMPILED.add(key)
 
-    def timed_init(s, sharding=None, metrics=()):
-        program = init_program(s, sharding, metrics)
-
-        def call(k):
-            if not getattr(call, "done", False):
-                phases.compile(program, (k,), label(program))
-                call.done = True
-            return program(k)
-
-        return call
-
-    host_loop.compile_ahead, host_loop.init_program = compile_ahead, timed_init
     c0, t0, n0 = time.process_time(), time.perf_counter(), stats.snapshot()
+    if _TOGETHER.value:  # as a run compiles: every program at once, in threads (nas.engine.program_cache)
+        before = len(program_cache._COMPILED)
+        host_loop.compile_runs({name: (searcher, bench)}, keys, notice=False)
+        count = len(program_cache._COMPILED) - before
+        phases.programs.append({
+            "program": f"{count} programs together", "count": count, "eqns": 0,
+            "trace_cpu": 0.0, "lower_cpu": 0.0, "compile_cpu": time.process_time() - c0,
+            "trace_wall": 0.0, "lower_wall": 0.0, "compile_wall": time.perf_counter() - t0,
+        })  # fmt: skip
+    else:
+        host_loop.compile_ahead = compile_ahead  # a fresh run compiles its init and chunk programs through it
     h = host_loop.run_chunked(searcher, bench, keys, progress=False)
     jax.block_until_ready(h.score)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
@@ -213,7 +215,7 @@ def measure(name: str, bench_name: str) -> dict:
     return {
         "searcher": name, "benchmark": bench_name, "seeds": _SEEDS.value, "digest": history_digest(h),
         "options": {k: v for k, v in opts.items() if k != "fidelities"},
-        "programs": phases.programs, "num_programs": len(phases.programs),
+        "programs": phases.programs, "num_programs": sum(p.get("count", 1) for p in phases.programs),
         "eqns": sum(p["eqns"] for p in phases.programs),
         "trace_cpu": sum(p["trace_cpu"] for p in phases.programs),
         "lower_cpu": sum(p["lower_cpu"] for p in phases.programs),
@@ -238,7 +240,8 @@ def row_line(r: dict) -> str:
 def child_argv(name: str, bench_name: str) -> list[str]:
     return [sys.executable, "-m", "scripts.bench.bench_compile", f"--child={name}", f"--seeds={_SEEDS.value}",
             f"--max_queries={_QUERIES.value}", f"--benchmarks={bench_name}", f"--fidelity_data={_FIDELITY.value}",
-            f"--cpu_devices={_CPU_DEVICES.value}", f"--xla_options={','.join(_XLA.value)}"]  # fmt: skip
+            f"--cpu_devices={_CPU_DEVICES.value}", f"--xla_options={','.join(_XLA.value)}",
+            f"--together={_TOGETHER.value}"]  # fmt: skip
 
 
 def main(argv):

@@ -8,9 +8,12 @@ On the CPU this needs one JAX device per core: ``use_cpu_cores()`` asks for them
 backend starts (``jax_num_cpu_devices``). On a GPU or TPU host the same code shards over the
 accelerators (one GPU: no sharding, nothing changes).
 
-Results do not depend on the sharding: each seed runs the same per-seed program
-(``tests/test_devices.py`` runs 1 and 2 devices and compares the histories bit for bit, and
-runs ``scripts.train`` on 8 forced CPU devices against 1).
+Each seed runs the same per-seed program (``tests/test_devices.py`` runs 1 and 2 devices and
+compares the histories bit for bit, and runs ``scripts.train`` on 8 forced CPU devices against 1).
+XLA simplifies a program for several devices after inlining its nested calls, so searchers that
+train networks or fit GPs (Adam's bias-corrected step is rewritten differently) can differ from a
+one-device run by float rounding; runs on 2, 4, ... devices agree (docs/scale.md, "One device
+against several").
 
 The seed axis is a named mesh axis: ``seed_mesh`` is a 1-D ``jax.sharding.Mesh`` with axis
 ``"seeds"`` over the devices, ``seed_sharding`` its ``NamedSharding``. One code path runs on one

@@ -70,14 +70,23 @@ def test_maximize_batches_executor_and_bad_values():
         Study(VALUES, searcher="random_search", max_queries=10, populaton_size=3)
 
 
-def test_study_with_a_table_objective_reproduces_the_compiled_runner():
-    """Same seed, same searcher: the host loop proposes exactly the runner's strings."""
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("local_search", {"num_init": 5}),
+        ("regularized_evolution", {"population_size": 8, "tournament_size": 3}),
+        ("random_search", {}),
+    ],
+)
+def test_study_with_a_table_objective_reproduces_the_compiled_runner(name, options):
+    """Same seed, same searcher: the host loop proposes exactly the runner's strings (the Study's programs
+    compile with other XLA options than the runner's: ``nas.host.programs``)."""
     bench = make_benchmark("nb201/cifar10")
     table = np.asarray(bench.mean_valid())
     radix = 5 ** np.arange(5, -1, -1)
-    study = Study(bench.space, searcher="local_search", direction="maximize", seed=3, max_queries=40, num_init=5)
+    study = Study(bench.space, searcher=name, direction="maximize", seed=3, max_queries=40, **options)
     study.optimize(lambda arch: float(table[int(bench.space.from_spec(arch) @ radix)]))
-    s = make_searcher("local_search", bench.space, max_queries=40, num_init=5)
+    s = make_searcher(name, bench.space, max_queries=40, **options)
     hist = jax.jit(make_search(s))(jax.random.PRNGKey(3), bench)
     np.testing.assert_array_equal(np.stack([t.tokens for t in study.trials]), np.asarray(hist.tokens))
 

@@ -4,6 +4,11 @@ A plain ``CategoricalSpace`` (a ``{name: [values]}`` space) or a declared order-
 jittable methods that depend on its shape alone, so every Study on a space of that shape runs its
 searcher on one shared space (``program_space``) and reuses its compiled programs
 (``nas.engine.program_cache.compiled``).
+
+Searchers whose steps are gathers and compares (those that set ``xla_optimization_level``: random
+search, regularized evolution, local search) compile their Study programs at XLA's level 0 with the
+emitters their chunk programs use (the loop emitters on a CPU): the README's example's batch-of-4
+``ask`` compiled in 1.7 s instead of 3.2 s with the fusion emitters, and proposes the same strings.
 """
 
 from __future__ import annotations
@@ -42,8 +47,12 @@ def study_programs(searcher: Searcher) -> tuple:
     searcher (``nas.engine.program_cache.compiled``). The step keys are derived inside ``ask``, as
     ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
     default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
-    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module doc)
-    opts = {"xla_backend_optimization_level": 0} if light else searcher.compiler_options()
+    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module docstring)
+    opts = (
+        {**(searcher.compiler_options() or {}), "xla_backend_optimization_level": 0}
+        if light
+        else searcher.compiler_options()
+    )
     init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
 
     def init(key):

@@ -35,6 +35,7 @@ import time
 
 from absl import flags
 
+from nas.engine.devices import CACHE_ENV
 from nas.experiment import cli
 
 _RUNS = flags.DEFINE_integer("runs", 3, "Cold runs (the median is reported).")
@@ -152,7 +153,8 @@ def main(argv):
     runs, tables = [], set()
     for i in range(_RUNS.value):
         with tempfile.TemporaryDirectory() as tmp:
-            run_env = dict(env, NASJAX_CACHE=os.path.join(tmp, "tables")) if _COLD_TABLES.value else env
+            run_env = dict(env, NASJAX_CACHE=os.path.join(tmp, "tables")) if _COLD_TABLES.value else dict(env)
+            run_env[CACHE_ENV] = os.path.join(tmp, "jax_cache")  # a Study's default compilation cache: empty
             cmd = [sys.executable, "-m", "scripts.train", f"--config={_CONFIG.value}", f"--workdir={tmp}/wd",
                    f"--compilation_cache={tmp}/jax_cache"]  # fmt: skip
             r = timed([sys.executable, "-c", STUDY] if _STUDY.value else cmd, run_env, repo)

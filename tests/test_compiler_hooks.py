@@ -9,7 +9,7 @@ from nas.core import searcher as searcher_module
 from nas.core.searcher import make_searcher
 from nas.core.xla_options import compile_option_known
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.engine.runner import make_search
+from nas.engine.runner import init_state, make_search, run_steps
 from spaces.benchmarks.registry import make_benchmark
 from tests.mf_tables import BUDGETS, SPACE, toy_table
 
@@ -74,6 +74,30 @@ def test_schedulers_hooks_give_the_same_history(name):
     options = ({"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3},
                {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1})  # fmt: skip
     assert_same_histories(*(jax.jit(run, compiler_options=o)(keys, table) for o in options))
+
+
+@pytest.mark.skipif(not HAS_EMITTER_OPTION, reason="XLA's CPU emitter option: CPU only, retired after jaxlib 0.10")
+def test_bo_random_first_steps_compile_light_with_the_same_state(bench, monkeypatch):
+    """BANANAS' and GP-BO's random first steps (``program_for``'s variant 0) take the light hooks (level 1,
+    loop emitters) and leave the run state as XLA's defaults do; their model steps, NASBOT's and ParEGO's
+    random steps (float arithmetic) keep XLA's defaults."""
+    monkeypatch.setenv("XLA_FLAGS", "")
+    light = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    for name, options in (("bananas", {"num_members": 2}), ("gp_bo", {})):
+        s = make_searcher(name, bench.space, max_queries=24, batch_size=2, num_init=6, **options)
+        random_steps = s.program_for(0, 3)
+        assert random_steps.variant == 0 and random_steps.compiler_options() == light
+        assert s.program_for(3, 4).compiler_options() is None and s.compiler_options() is None
+        state = jax.vmap(lambda k, s=s: init_state(s, k))(keys)
+        run = jax.vmap(lambda k, st, v=random_steps: run_steps(v, bench, k, st, 3), in_axes=(0, 0))
+        default = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}  # XLA's own
+        compiled = [jax.jit(run, compiler_options=o).lower(keys, state).compile() for o in (default, light)]
+        assert compiled[0].as_text() != compiled[1].as_text()  # the options reached XLA
+        assert_same_histories(*(c(keys, state) for c in compiled))
+    for name in ("nasbot", "parego_bananas"):  # their own options (NASBOT: level 1) for every program
+        s = make_searcher(name, bench.space, max_queries=24)
+        assert s.with_variant(0).compiler_options() == s.compiler_options() != light, name
 
 
 def test_init_options(bench, monkeypatch):

@@ -79,6 +79,7 @@ class Bananas(BOSearcher):
     """MLP ensemble (or GP), path encoding, ITS (UCB by config), mutation candidates."""
 
     Options = BananasOptions
+    random_steps_light = True  # BOSearcher: its random first steps compile light, the same numbers
 
     def setup(self):
         super().setup()

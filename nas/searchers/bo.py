@@ -37,6 +37,7 @@ random vs model per step, so ``nas.engine.runner.make_search`` compiles one prog
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -121,6 +122,19 @@ class BOSearcher(Searcher):
 
     Options = BOOptions
     PREFERRED_ENCODINGS = ("path", "ordinal", "onehot")  # "ordinal": order-aware HPO spaces (spaces.ordinal)
+    # The random first steps (variant 0) draw unqueried strings and fill the buffers: gathers, compares
+    # and integer arithmetic, which compile like random search's steps (XLA level 1 and the loop emitters,
+    # nas.core.searcher's hooks) for the same numbers. A subclass whose random steps compute in floats
+    # (NASBOT's tell, ParEGO's scalarization) keeps False.
+    random_steps_light: ClassVar[bool] = False
+
+    @property
+    def xla_optimization_level(self) -> int | None:
+        return 1 if self.random_steps_light and self.variant == 0 else None
+
+    @property
+    def cpu_fusion_emitters(self) -> bool | None:
+        return False if self.random_steps_light and self.variant == 0 else None
 
     def setup(self):
         self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)

@@ -31,4 +31,5 @@ class GPBO(BOSearcher):
     """Exact GP + EI/UCB over mutation (and/or random) candidates."""
 
     Options = GPBOOptions
+    random_steps_light = True  # BOSearcher: its random first steps compile light, the same numbers
     PREFERRED_ENCODINGS = ("adjacency", "ordinal", "onehot")

@@ -92,6 +92,7 @@ class ParEGOBananas(Bananas):
     """BANANAS on ParEGO's random augmented-Chebyshev scalarizations, new weights every step."""
 
     Options = ScalarizedBananasOptions
+    random_steps_light = False  # its random steps scalarize the objectives (float arithmetic)
 
     def init(self, key):
         c, m = self.capacity, self.options.num_objectives

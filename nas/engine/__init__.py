@@ -4,6 +4,7 @@
   ask/query/tell steps; ``jax.jit(jax.vmap(run))`` runs many seeds.
 - ``incumbent``: the incumbent after each query (in JAX and in numpy).
 - ``host_loop``: the same program in compiled chunks with progress, checkpoints and exact resume.
+- ``program_cache``: the process's compiled programs, compiled ahead, several at a time in threads.
 - ``checkpoint``: the run state as one atomic ``.npz`` with the run's fingerprint.
 - ``devices``: seeds split over devices and processes; the persistent compilation cache.
 - ``compiler_memory``: returns the compiler's freed heap to the OS between compiles.

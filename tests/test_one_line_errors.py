@@ -54,6 +54,16 @@ def test_each_error_class_is_one_line_and_exit_2(error, line, capsys):
     assert "\n" not in err and err.startswith(line), err
 
 
+def test_a_bad_compile_threads_setting_is_one_config_line(monkeypatch, capsys):
+    from nas.engine.program_cache import THREADS_ENV, compile_threads
+
+    for bad in ("two", "0"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        assert cli.guarded(lambda argv: compile_threads(3))([]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith(f"config error: ${THREADS_ENV}='{bad}'"), err
+
+
 def test_a_bug_keeps_its_traceback():
     for bug in (KeyError("x"), OSError(5, "I/O error"), FileNotFoundError(2, "No such file", "/x")):
         with pytest.raises(type(bug)):  # ENOENT from code is a bug, not a refused path

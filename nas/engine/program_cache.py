@@ -63,6 +63,10 @@ def is_compiled(searcher, what, length: int) -> bool:
     return (searcher, what, length) in _PROGRAMS
 
 
+class CompileThreadsError(ValueError):
+    """A ``$NASJAX_COMPILE_THREADS`` that is not a whole number >= 1 (a command prints it as one config error)."""
+
+
 def compile_threads(programs: int) -> int:
     """Threads that compile ``programs`` programs at once: one each, at most one per core and ``MAX_THREADS``
     (``$NASJAX_COMPILE_THREADS`` sets the most)."""
@@ -70,9 +74,12 @@ def compile_threads(programs: int) -> int:
     try:
         most = int(most) if most else min(cpu_cores(), MAX_THREADS)
     except ValueError:
-        raise ValueError(f"${THREADS_ENV} must be a whole number (1 = one at a time), got {most!r}") from None
-    if most < 1:
-        raise ValueError(f"${THREADS_ENV} must be >= 1 (1 = one program at a time), got {most}")
+        most = None
+    if most is None or most < 1:
+        raise CompileThreadsError(
+            f"${THREADS_ENV}={os.environ[THREADS_ENV]!r} must be a whole number of threads >= 1 "
+            "(1 = one program at a time); set it so or unset it"
+        )
     return max(1, min(programs, most))
 
 
@@ -98,8 +105,8 @@ def compile_ahead(programs: list[tuple[Callable, tuple]], label: str, notice: bo
     if notice and bar_open[0]:  # the notice goes on a line of its own
         sys.stderr.write("\n")
         bar_open[0] = False
+    threads = compile_threads(len(new))
     with compile_notice(label, notice):
-        threads = compile_threads(len(new))
         if threads == 1:
             for program, args, _ in new:
                 program.lower(*args).compile()

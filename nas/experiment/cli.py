@@ -31,6 +31,7 @@ from nas.core.searcher import OptionError
 from nas.engine import devices
 from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError
+from nas.engine.program_cache import CompileThreadsError
 from nas.experiment.config import ConfigError
 from spaces.files import FULL_DISK, DataError, DiskFullError, MissingPackageError, disk_full
 from spaces.names import UnknownName
@@ -108,6 +109,7 @@ ERRORS = (
     (UnknownName, "config error"),
     (OptionError, "config error"),
     (BudgetError, "config error"),
+    (CompileThreadsError, "config error"),
 )
 # what the system says about a path the user gave (not a bug of the code: the path or its permissions)
 REFUSED_PATH = {errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,

@@ -134,9 +134,9 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
 
 def compile_fresh_runs(wd: Workdir, searchers: dict, objectives: dict, keys, chunk_steps: int, metrics, notice):
     """Compiles the programs of the searchers that have not started in ``wd`` (no history, no checkpoint)
-    together, so their compiles overlap (``nas.engine.program_cache``): the default job's three searchers
-    compile in 1.6 s of wall time on 2 cores instead of 2.3 s one after the other. Host-side peers compile
-    their own programs when they run."""
+    together, so their compiles overlap (``nas.engine.program_cache``): the default job's three chunk
+    programs compile in 1.6 s of wall time on 2 cores instead of 2.3 s one after the other. Host-side peers
+    compile their own programs when they run."""
     runs = {
         label: (s, objectives[label])
         for label, s in searchers.items()

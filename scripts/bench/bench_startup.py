@@ -12,15 +12,16 @@ first run. Measured per run: wall seconds from start to exit, CPU seconds of the
 the figure to compare on a shared machine, where wall time depends on the other jobs), peak RSS, and the
 1-minute load average before it started. The parsed benchmark tables (``$NASJAX_CACHE``) stay warm unless
 ``--cold_tables`` (then the first parse of the package's pickle is timed too). Where the time goes: the
-import of the train command's modules (a separate process), and the ``compiling <searcher> ... N s``
-lines of each run (``nas.engine.compile_notice``). The printed result table must be the same in every
+import of the train command's modules (a separate process), and the ``compiling <searchers> ... N s``
+line of each run (``nas.engine.compile_notice``). The printed result table must be the same in every
 run; the script fails otherwise. ``--study`` times the README's ask/tell example instead (a Study of
-regularized evolution, 16 trials in batches of 4 on a 32-configuration space), also cold: a Study
-compiles in its process. ``--repo`` runs another checkout's code (the same measurement before a change).
+regularized evolution, 16 trials in batches of 4 on a 32-configuration space), also cold: each run's
+Study keeps its programs in an empty cache of its own (``$NASJAX_COMPILATION_CACHE``). ``--repo`` runs
+another checkout's code (the same measurement before a change).
 ``--phases`` runs the default job once in a fresh process that times each phase in CPU seconds (load-
-independent, unlike wall time on a shared machine): imports, loading the table, per searcher the
-compiles (init and chunk programs) and the rest (running, checkpoints, metrics), the reports and
-matplotlib's import.
+independent, unlike wall time on a shared machine): imports, loading the table, the compile of every
+searcher's programs (together, ``nas.engine.program_cache``), per searcher the rest (running,
+checkpoints, metrics), the reports and matplotlib's import.
 """
 
 from __future__ import annotations

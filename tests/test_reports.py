@@ -7,6 +7,7 @@ import numpy as np
 from flax import struct
 
 from configs import default
+from nas.engine.devices import seed_mesh_size
 from nas.engine.host_loop import incumbent_stats
 from nas.experiment import report as rep
 from nas.experiment.run import run_experiment
@@ -98,6 +99,8 @@ def test_metrics_lines_name_the_split_they_hold(tmp_path):
     run_experiment(config, str(tmp_path / "wd"), progress=False)
     lines = [json.loads(x) for x in (tmp_path / "wd" / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines] == [2, 4]
-    assert set(lines[0]) == {"searcher", "time", "chunk", "num_chunks", "step", "queries", "elapsed_s", "metrics",
-                             "best_valid_mean", "incumbent_validation_mean", "incumbent_reported_mean"}  # fmt: skip
+    assert set(lines[0]) == {"searcher", "time", "chunk", "num_chunks", "step", "queries", "elapsed_s", "devices",
+                             "metrics", "best_valid_mean", "incumbent_validation_mean",
+                             "incumbent_reported_mean"}  # fmt: skip
+    assert lines[0]["devices"] == seed_mesh_size(config.num_trials)  # the split the rounding depends on
     assert lines[-1]["incumbent_reported_mean"] == 100.0 - lines[-1]["incumbent_validation_mean"]

@@ -191,8 +191,8 @@ def run_chunked(
     ``on_chunk(info)`` receives after each chunk, before its checkpoint is
     written: ``chunk``, ``num_chunks``, ``step``, ``queries`` (per seed; a multi-fidelity run: history rows,
     and ``evaluations_mean``, the evaluations finished, and ``resource_spent_mean``),
-    ``elapsed_s``, ``metrics`` (the searcher's metrics at the chunk's last step,
-    mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
+    ``elapsed_s``, ``devices`` (how many the seeds are split over), ``metrics`` (the searcher's
+    metrics at the chunk's last step, mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
     ``report``). A caller that records these lines keyed by ``step`` loses none
     on a kill and duplicates none on resume. With ``progress``, a line per new
     compiled program (``compile_ahead``) and a progress bar go to stderr. ``metrics``: the objective's
@@ -255,6 +255,7 @@ def run_chunked(
                 "step": step,
                 "queries": queries,
                 "elapsed_s": time.perf_counter() - t0,
+                "devices": 1 if sharding is None else len(sharding.device_set),  # rounding: docs/scale.md
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(chunk_metrics).items()},
             }
             score, rep = gather_seeds((h.score, h.report_score))

@@ -10,10 +10,10 @@ accelerators (one GPU: no sharding, nothing changes).
 
 Each seed runs the same per-seed program (``tests/test_devices.py`` runs 1 and 2 devices and
 compares the histories bit for bit, and runs ``scripts.train`` on 8 forced CPU devices against 1).
-XLA simplifies a program for several devices after inlining its nested calls, so searchers that
-train networks or fit GPs (Adam's bias-corrected step is rewritten differently) can differ from a
-one-device run by float rounding; runs on 2, 4, ... devices agree (docs/scale.md, "One device
-against several").
+XLA runs a program for several devices through its partitioning passes before simplifying it, and
+the simplifier then rewrites some float expressions differently (Adam's bias-corrected step), so
+searchers that train networks or fit GPs can differ from a one-device run by float rounding; runs
+on 2, 4, ... devices agree (docs/scale.md, "One device against several").
 
 The seed axis is a named mesh axis: ``seed_mesh`` is a 1-D ``jax.sharding.Mesh`` with axis
 ``"seeds"`` over the devices, ``seed_sharding`` its ``NamedSharding``. One code path runs on one

@@ -10,8 +10,9 @@ XLA spends most of a compile in one thread (its HLO passes; only the final LLVM 
 split over the cores), and ``Lowered.compile()`` releases the GIL. ``compile_ahead`` therefore lowers
 its programs in the calling thread (tracing is Python) and hands each, once lowered, to a pool of
 threads for XLA while the next one lowers. The default job's three chunk programs (random search,
-regularized evolution, local search) compiled in 1.6-1.7 s of wall time on the 2-core CPU instead of
-2.2-2.3 s one after the other (docs/scale.md, "The default job cold"). The executables
+regularized evolution, local search), lowered and then compiled in three threads, took 1.6-1.7 s of
+wall time on the 2-core CPU instead of 2.2-2.3 s one after the other; the whole job went from 6.7 to
+5.4-5.9 s (docs/scale.md, "The default job cold"). The executables
 are the same (XLA compiles each program as it would alone; the run's numbers do not change). Threads:
 one per program, at most one per core and at most ``MAX_THREADS``; ``$NASJAX_COMPILE_THREADS`` sets
 the most (1: one program at a time). Each compiling thread holds its own compiler memory (a large

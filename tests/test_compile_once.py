@@ -128,11 +128,15 @@ def test_programs_compile_together_in_threads_and_run_without_compiling_again(mo
 
     from nas.core.searcher import make_searcher
     from nas.engine import compile_notice, program_cache
-    from nas.engine.devices import shard_keys
+    from nas.engine.devices import cpu_cores, shard_keys
     from nas.engine.host_loop import chunk_bounds, run_chunked, run_programs
     from spaces.benchmarks.registry import make_benchmark
 
     assert program_cache.compile_threads(1) == 1
+    if jax.default_backend() == "cpu":
+        assert program_cache.default_threads() == min(cpu_cores(), program_cache.MAX_THREADS)
+    else:  # side by side compiles were not measured on accelerators
+        assert program_cache.default_threads() == 1
     monkeypatch.setenv(program_cache.THREADS_ENV, "3")
     assert program_cache.compile_threads(8) == 3 and program_cache.compile_threads(2) == 2
     for bad in ("0", "two"):

@@ -12,11 +12,12 @@ its programs in the calling thread (tracing is Python) and hands each, once lowe
 threads for XLA while the next one lowers. The default job's three chunk programs (random search,
 regularized evolution, local search), lowered and then compiled in three threads, took 1.6-1.7 s of
 wall time on the 2-core CPU instead of 2.2-2.3 s one after the other; the whole job went from 6.7 to
-5.4-5.9 s (docs/scale.md, "The default job cold"). The executables
-are the same (XLA compiles each program as it would alone; the run's numbers do not change). Threads:
-one per program, at most one per core and at most ``MAX_THREADS``; ``$NASJAX_COMPILE_THREADS`` sets
-the most (1: one program at a time). Each compiling thread holds its own compiler memory (a large
-program's is ~0.7 GB on the CPU), so parallel compiles raise the peak by that much per thread.
+5.4-5.9 s (docs/scale.md, "The default job cold"). The executables are the same (XLA compiles each
+program as it would alone; the run's numbers do not change). Threads: one per program, at most one per
+core and at most ``MAX_THREADS`` on a CPU, one on a GPU or TPU (not measured there: XLA's autotuning
+times kernels on the device); ``$NASJAX_COMPILE_THREADS`` sets the most (1: one program at a time).
+Each compiling thread holds its own compiler memory (a large program's is ~0.7 GB on the CPU), so
+parallel compiles raise the peak by that much per thread.
 """
 
 from __future__ import annotations
@@ -68,12 +69,18 @@ class CompileThreadsError(ValueError):
     """A ``$NASJAX_COMPILE_THREADS`` that is not a whole number >= 1 (a command prints it as one config error)."""
 
 
+def default_threads() -> int:
+    """One per core, at most ``MAX_THREADS``, on a CPU; one elsewhere: a GPU compile times candidate kernels on
+    the device (autotuning), and compiles side by side were not measured there."""
+    return min(cpu_cores(), MAX_THREADS) if jax.default_backend() == "cpu" else 1
+
+
 def compile_threads(programs: int) -> int:
-    """Threads that compile ``programs`` programs at once: one each, at most one per core and ``MAX_THREADS``
-    (``$NASJAX_COMPILE_THREADS`` sets the most)."""
+    """Threads that compile ``programs`` programs at once: one each, at most ``default_threads()``
+    (``$NASJAX_COMPILE_THREADS`` sets the most, on any backend)."""
     most = os.environ.get(THREADS_ENV, "")
     try:
-        most = int(most) if most else min(cpu_cores(), MAX_THREADS)
+        most = int(most) if most else default_threads()
     except ValueError:
         most = None
     if most is None or most < 1:

@@ -75,19 +75,27 @@ def default_threads() -> int:
     return min(cpu_cores(), MAX_THREADS) if jax.default_backend() == "cpu" else 1
 
 
+def threads_setting() -> int | None:
+    """``$NASJAX_COMPILE_THREADS`` as a number, None when unset; a ``CompileThreadsError`` when it is not one."""
+    text = os.environ.get(THREADS_ENV, "")
+    if not text:
+        return None
+    try:
+        most = int(text)
+    except ValueError:
+        most = 0
+    if most < 1:
+        raise CompileThreadsError(
+            f"${THREADS_ENV}={text!r} must be a whole number of threads >= 1 (1 = one program at a time); "
+            "set it so or unset it"
+        )
+    return most
+
+
 def compile_threads(programs: int) -> int:
     """Threads that compile ``programs`` programs at once: one each, at most ``default_threads()``
     (``$NASJAX_COMPILE_THREADS`` sets the most, on any backend)."""
-    most = os.environ.get(THREADS_ENV, "")
-    try:
-        most = int(most) if most else default_threads()
-    except ValueError:
-        most = None
-    if most is None or most < 1:
-        raise CompileThreadsError(
-            f"${THREADS_ENV}={os.environ[THREADS_ENV]!r} must be a whole number of threads >= 1 "
-            "(1 = one program at a time); set it so or unset it"
-        )
+    most = threads_setting() or default_threads()
     return max(1, min(programs, most))
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from nas.core.dedup import count_repeats
 from nas.engine.devices import from_lead, is_lead
 from nas.engine.host_loop import compile_runs, run_chunked
-from nas.engine.program_cache import compile_threads
+from nas.engine.program_cache import threads_setting
 from nas.experiment import multiobjective as mo
 from nas.experiment import peers
 from nas.experiment import report as rep
@@ -61,7 +61,7 @@ def run_experiment(config, workdir: str, progress: bool = True, max_chunks: int 
     writing the reports.
     """
     validate_config(config)
-    compile_threads(1)  # a bad $NASJAX_COMPILE_THREADS is refused before the workdir is touched
+    threads_setting()  # a bad $NASJAX_COMPILE_THREADS is refused before the workdir is touched
     config, found = with_data_files(config)
     cfg = to_dict(config)
     wd = Workdir(workdir)

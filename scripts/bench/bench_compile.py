@@ -13,7 +13,9 @@ cifar10, the seeds split over one JAX device per core. The programs' shapes do n
 beyond their leading axis, so 20 seeds compile as 500 do. Its options are the searcher's defaults with the
 budget of the config that runs it (150 queries; the multi-fidelity searchers: 100 full trainings at 12 and
 200 epochs as ``configs/multifidelity.py``, with the 12-epoch table where ``--fidelity_data`` exists) and,
-for ``warm_start``, a 4-string design (it has no default design). ``--benchmarks`` takes several tables:
+for ``warm_start``, a 4-string design (it has no default design); the multi-objective searchers take
+``configs/multiobjective.py``'s options and record its metric (NB201: latency), and are skipped on the
+tables without metrics. ``--benchmarks`` takes several tables:
 ``byo24`` is docs/extending.md's 24-row table of your own (``scripts.bench.small_tables``), to see whether a
 tiny table compiles as fast as a large one (with ``--max_queries=20``, below its size; multi-fidelity
 searchers are skipped on tables without fidelities). ``--xla_options`` compiles every chunk program with
@@ -34,6 +36,7 @@ of its arrays: equal digests, equal numbers, bit for bit). ``--json`` writes eve
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import json
 import os
@@ -68,7 +71,7 @@ _CHILD = flags.DEFINE_string("child", "", "internal: measure one searcher in thi
 
 # options of each searcher's default run beyond its defaults (module docstring)
 DESIGN = "3,3,4,1,3,1;0,1,2,3,4,0;4,4,4,4,4,4;1,1,1,1,1,1"
-RUN_OPTIONS = {"warm_start": {"design": DESIGN, "num_design": 4}, "asha": {"workers": 4}}
+RUN_OPTIONS = {"warm_start": {"design": DESIGN, "num_design": 4}, "asha": {"workers": 4}, "mo_asha": {"workers": 4}}
 MF_QUERIES = 100  # configs/multifidelity.py
 
 
@@ -146,10 +149,23 @@ def option_value(text: str):
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def run_options(name: str, bench) -> dict:
+def run_metrics(name: str, bench_name: str) -> tuple[str, ...]:
+    """The metrics a run of ``name`` records: a multi-objective searcher's (configs/multiobjective.py's metric of
+    the table's family), none for the others."""
+    from configs.multiobjective import DEFAULT_METRIC
     from nas.core.searcher import searcher_class
 
-    opts = dict(RUN_OPTIONS.get(name, {}))
+    if "num_objectives" not in {f.name for f in dataclasses.fields(searcher_class(name).Options)}:
+        return ()
+    return (DEFAULT_METRIC[bench_name.split("/")[0]],)
+
+
+def run_options(name: str, bench) -> dict:
+    from configs.multiobjective import MULTI_OBJECTIVE
+    from nas.core.searcher import searcher_class
+
+    mo = {k: v for k, v in MULTI_OBJECTIVE.get(name, {}).items() if k != "name"}  # that config's settings
+    opts = {**mo, **RUN_OPTIONS.get(name, {})}
     mf = getattr(searcher_class(name), "multi_fidelity", False)
     opts["max_queries"] = _QUERIES.value or (MF_QUERIES if mf else 150)
     if mf:
@@ -174,6 +190,7 @@ def measure(name: str, bench_name: str) -> dict:
     bench = load_benchmark(bench_name)
     opts = run_options(name, bench)
     searcher = make_searcher(name, bench.space, **opts)
+    metrics = run_metrics(name, bench_name)
     if _XLA.value:  # the chunk programs' options (host_loop: the init program then compiles at level 0)
         xla = {k: option_value(v) for k, v in (o.split("=", 1) for o in _XLA.value)}
         type(searcher).compiler_options = lambda self: dict(xla)
@@ -182,7 +199,9 @@ def measure(name: str, bench_name: str) -> dict:
 
     def label(program) -> str:
         key = next(k for k, v in program_cache._PROGRAMS.items() if v is program)
-        what = key[1][0] if isinstance(key[1], tuple) else key[1]
+        what = key[1]
+        while isinstance(what, tuple):  # ("init", sharding), and (that, metrics) where a run records metrics
+            what = what[0]
         variant = f" variant {key[0].variant}" if key[0].variant is not None else ""
         return f"{what} {key[2]}{variant}".strip()
 
@@ -197,7 +216,7 @@ def measure(name: str, bench_name: str) -> dict:
     c0, t0, n0 = time.process_time(), time.perf_counter(), stats.snapshot()
     if _TOGETHER.value:  # as a run compiles: every program at once, in threads (nas.engine.program_cache)
         before = len(program_cache._COMPILED)
-        host_loop.compile_runs({name: (searcher, bench)}, keys, notice=False)
+        host_loop.compile_runs({name: (searcher, bench)}, keys, metrics=metrics, notice=False)
         count = len(program_cache._COMPILED) - before
         phases.programs.append({
             "program": f"{count} programs together", "count": count, "eqns": 0,
@@ -206,7 +225,7 @@ def measure(name: str, bench_name: str) -> dict:
         })  # fmt: skip
     else:
         host_loop.compile_ahead = compile_ahead  # a fresh run compiles its init and chunk programs through it
-    h = host_loop.run_chunked(searcher, bench, keys, progress=False)
+    h = host_loop.run_chunked(searcher, bench, keys, progress=False, metrics=metrics)
     jax.block_until_ready(h.score)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     count, secs, hits = (a - b for a, b in zip(stats.snapshot(), n0))
@@ -214,7 +233,7 @@ def measure(name: str, bench_name: str) -> dict:
     compile_wall = sum(p["trace_wall"] + p["lower_wall"] + p["compile_wall"] for p in phases.programs)
     return {
         "searcher": name, "benchmark": bench_name, "seeds": _SEEDS.value, "digest": history_digest(h),
-        "options": {k: v for k, v in opts.items() if k != "fidelities"},
+        "options": {k: v for k, v in opts.items() if k != "fidelities"}, "metrics": list(metrics),
         "programs": phases.programs, "num_programs": sum(p.get("count", 1) for p in phases.programs),
         "eqns": sum(p["eqns"] for p in phases.programs),
         "trace_cpu": sum(p["trace_cpu"] for p in phases.programs),
@@ -266,6 +285,9 @@ def main(argv):
             mf = getattr(searcher_class(name), "multi_fidelity", False)
             if mf and bench_name in SMALL_TABLES:
                 print(f"{name} on {bench_name}: skipped (a multi-fidelity searcher, a table without fidelities)")
+                continue
+            if run_metrics(name, "nb201") and bench_name in SMALL_TABLES:
+                print(f"{name} on {bench_name}: skipped (a multi-objective searcher, a table without metrics)")
                 continue
             load = os.getloadavg()[0]
             try:

@@ -63,9 +63,10 @@ def test_a_study_turns_the_cache_on(no_cache_configured, monkeypatch, tmp_path):
 
 @pytest.mark.slow
 def test_compile_bench_runs_and_lists_every_program(tmp_path):
-    """``scripts.bench.bench_compile`` in a tiny mode: one searcher on NB201 and on a 24-row table."""
+    """``scripts.bench.bench_compile`` in a tiny mode: a searcher on NB201 and on a 24-row table, and a
+    multi-objective one (it records NB201's latency; the 24-row table has no metric, so it is skipped)."""
     out = tmp_path / "compile.json"
-    cmd = [sys.executable, "-m", "scripts.bench.bench_compile", "--searchers=random_search", "--seeds=2",
+    cmd = [sys.executable, "-m", "scripts.bench.bench_compile", "--searchers=random_search,nsga2", "--seeds=2",
            "--max_queries=6", "--benchmarks=nb201/cifar10,byo24", f"--json={out}"]  # fmt: skip
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     if "benchmark file" in r.stdout + r.stderr and "absent" in r.stdout + r.stderr:
@@ -73,7 +74,10 @@ def test_compile_bench_runs_and_lists_every_program(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
     assert [(x["searcher"], x["benchmark"]) for x in rows] == [("random_search", "nb201/cifar10"),
-                                                                ("random_search", "byo24")]  # fmt: skip
+                                                                ("random_search", "byo24"),
+                                                                ("nsga2", "nb201/cifar10")]  # fmt: skip
+    assert [x["metrics"] for x in rows] == [[], [], ["latency"]]
+    assert "nsga2 on byo24: skipped (a multi-objective searcher, a table without metrics)" in r.stdout
     for x in rows:
         assert [p["program"].split()[0] for p in x["programs"]] == ["init", "chunk"]
         assert x["num_programs"] == 2 and x["compile_cpu"] > 0 and x["eqns"] > 0 and len(x["digest"]) == 16

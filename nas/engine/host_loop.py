@@ -48,7 +48,6 @@ from nas.engine.runner import History, init_state, last_batch_rows, run_steps
 # a checkpoint costs a write and an fsync of the whole run state: for runs of many short chunks, at most
 # one per CHECKPOINT_EVERY_S seconds (a kill then loses at most that much work; resuming stays exact)
 CHECKPOINT_EVERY_S = 30.0
-_bar_open = program_cache.bar_open  # a progress bar is drawn on stderr's current line (show_progress)
 
 
 def auto_chunk_steps(num_steps: int, target_chunks: int = 10) -> int:
@@ -162,7 +161,7 @@ def show_progress(
     fill = int(width * (done + part) / max(total, 1))
     bar = "#" * fill + "-" * (width - fill)
     sys.stderr.write(f"\r{label:>24s} [{bar}] {done}/{total} {unit}, {queries:.0f} {what}/seed, {elapsed:6.1f} s")
-    _bar_open[0] = done != total
+    program_cache.bar_open[0] = done != total  # compile_ahead's notice then starts a line of its own
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
@@ -194,8 +193,8 @@ def run_chunked(
     ``elapsed_s``, ``devices`` (how many the seeds are split over), ``metrics`` (the searcher's
     metrics at the chunk's last step, mean over seeds) and the incumbent statistics of ``incumbent_stats`` (with
     ``report``). A caller that records these lines keyed by ``step`` loses none
-    on a kill and duplicates none on resume. With ``progress``, a line per new
-    compiled program (``compile_ahead``) and a progress bar go to stderr. ``metrics``: the objective's
+    on a kill and duplicates none on resume. With ``progress``, a ``compiling`` line whenever
+    programs compile (``compile_ahead``) and a progress bar go to stderr. ``metrics``: the objective's
     metrics to record in the history and to tell a multi-objective searcher (``nas.engine.runner``).
     """
     metrics = tuple(metrics)

@@ -9,6 +9,8 @@ Conventions, on the lines just before a block (docs/errors.md and every page fol
 - ``<!-- doc-test: sub "<text>" "<replacement>" -->`` (one or more): ``<text>`` is replaced before the run,
   to cut sizes (``--config.num_trials=2``); a sub whose text the block lacks fails, so subs cannot go stale.
 - ``<!-- doc-test: slow -->``: the block runs in the ``slow`` tests only (its programs take long to compile).
+- ``<!-- doc-test: xla level N -->``: the block compiles at XLA level ``N`` instead of conftest's 0 (a block
+  that trains networks for many steps: level 0's code runs them slower than level 1 compiles them).
 - Output listings are ```` ```text ```` blocks and never run.
 
 Every run: paths under ``/tmp/`` move into the test's own temporary folder (no run meets another's
@@ -43,6 +45,8 @@ PAGES = ["README.md", *sorted(os.path.relpath(p, ROOT) for p in glob.glob(str(RO
 FENCE = re.compile(r"^```(\w*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 SUB = re.compile(r'^sub\s+"((?:[^"\\]|\\.)*)"\s+"((?:[^"\\]|\\.)*)"$')
+XLA_LEVEL = re.compile(r"^xla level ([0-3])$")
+LEVEL_FLAG = re.compile(r"--xla_backend_optimization_level=\d+")
 TIMEOUT_S = 900
 # requirements-dev.txt's optional packages: a block that needs one skips where it is not installed
 OPTIONAL_PACKAGES = {"optuna", "ray", "syne_tune"}
@@ -56,6 +60,7 @@ class Block:
     code: str
     skip: str = ""
     slow: bool = False
+    xla_level: str = ""  # conftest's level when empty
     subs: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     problem: str = ""  # a directive that cannot be read
 
@@ -86,11 +91,13 @@ def read_blocks(page: str) -> list[Block]:
             if not d:
                 continue
             text = d.group(1)
-            sub = SUB.match(text)
+            sub, level = SUB.match(text), XLA_LEVEL.match(text)
             if text.startswith("skip:") and text[5:].strip():
                 block.skip = text[5:].strip()
             elif text == "slow":
                 block.slow = True
+            elif level:
+                block.xla_level = level.group(1)
             elif sub:
                 block.subs.insert(0, (_unescape(sub.group(1)), _unescape(sub.group(2))))
             else:
@@ -115,6 +122,17 @@ def prepared(block: Block, tmp: Path) -> str:
     return code.replace("../shared/data", str(SHARED_DATA)).replace("/tmp/", f"{tmp}/")
 
 
+def environment(block: Block) -> dict[str, str]:
+    """The block's process environment: this interpreter first on PATH, the repository importable, conftest's
+    XLA flags with the block's level when it names one."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    if block.xla_level:
+        flags = LEVEL_FLAG.sub("", env.get("XLA_FLAGS", "")).split()
+        env["XLA_FLAGS"] = " ".join([*flags, f"--xla_backend_optimization_level={block.xla_level}"])
+    return env
+
+
 def params():
     for b in BLOCKS:
         marks = [pytest.mark.slow] if b.slow else []
@@ -126,9 +144,7 @@ def params():
 @pytest.mark.parametrize("block", list(params()))
 def test_documented_block_runs(block: Block, tmp_path):
     assert not block.problem, f"{block.where}: {block.problem}"
-    code = prepared(block, tmp_path)
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    code, env = prepared(block, tmp_path), environment(block)
     cmd = [sys.executable, "-c", code] if block.lang == "python" else ["bash", "-e", "-o", "pipefail", "-c", code]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     out = (done.stdout[-2000:] + "\n" + done.stderr[-4000:]).strip()
@@ -244,11 +260,13 @@ def test_every_command_named_in_the_docs_resolves():
 
 
 def test_the_directives_are_read():
-    """The parser itself: skip, sub (with escaped quotes) and slow lines above a fence, text blocks ignored."""
+    """The parser itself: skip, sub (with escaped quotes), slow and xla level lines above a fence, text blocks
+    ignored."""
     page = ROOT / "tests" / "_doc_parser_page.md"
     page.write_text(
         'Prose.\n\n<!-- doc-test: skip: needs a GPU -->\n```bash\nnvidia-smi\n```\n\n<!-- doc-test: slow -->\n'
-        '<!-- doc-test: sub "a \\"b\\"" "c" -->\n<!-- doc-test: sub "d" "e" -->\n```python\nprint(\'a "b" d\')\n```\n'
+        '<!-- doc-test: xla level 1 -->\n<!-- doc-test: sub "a \\"b\\"" "c" -->\n<!-- doc-test: sub "d" "e" -->\n'
+        '```python\nprint(\'a "b" d\')\n```\n'
         "```text\noutput\n```\n<!-- doc-test: frobnicate -->\n```bash\ntrue\n```\n",
         encoding="utf-8",
     )
@@ -256,8 +274,12 @@ def test_the_directives_are_read():
         blocks = read_blocks(os.path.relpath(page, ROOT))
     finally:
         page.unlink()
-    assert [(b.lang, b.line) for b in blocks] == [("bash", 4), ("python", 11), ("text", 14), ("bash", 18)]
+    assert [(b.lang, b.line) for b in blocks] == [("bash", 4), ("python", 12), ("text", 15), ("bash", 19)]
     assert blocks[0].skip == "needs a GPU" and not blocks[0].subs
     assert blocks[1].slow and blocks[1].subs == [('a "b"', "c"), ("d", "e")]
+    assert blocks[1].xla_level == "1" and not blocks[0].xla_level
+    level = [f for f in environment(blocks[1])["XLA_FLAGS"].split() if "optimization_level" in f]
+    assert level == ["--xla_backend_optimization_level=1"], level  # conftest's level 0 replaced, not doubled
+    assert environment(blocks[0]).get("XLA_FLAGS") == os.environ.get("XLA_FLAGS")
     assert "frobnicate" in blocks[3].problem
     assert prepared(blocks[1], Path("/x")) == "print('c e')\n"

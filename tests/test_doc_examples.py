@@ -16,7 +16,7 @@ Conventions, on the lines just before a block (docs/errors.md and every page fol
 Every run: paths under ``/tmp/`` move into the test's own temporary folder (no run meets another's
 workdir), ``../shared/data`` is the benchmark data of ``tests/conftest.py`` (a block that reads a file
 absent there skips, naming it), ``$NASJAX_DATA`` is conftest's empty folder and XLA compiles with
-conftest's flags (level 0, no fusion emitters).
+conftest's flags (level 0, no fusion emitters; a block's ``xla level`` directive sets its level).
 
 Commands named in prose must at least resolve: every ``python -m <module>`` in README.md, docs/*.md and the
 docstrings of configs/*.py and scripts/**/*.py names a module that exists; for the repository's entry

@@ -36,7 +36,6 @@ of its arrays: equal digests, equal numbers, bit for bit). ``--json`` writes eve
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import hashlib
 import json
 import os
@@ -153,11 +152,9 @@ def run_metrics(name: str, bench_name: str) -> tuple[str, ...]:
     """The metrics a run of ``name`` records: a multi-objective searcher's (configs/multiobjective.py's metric of
     the table's family), none for the others."""
     from configs.multiobjective import DEFAULT_METRIC
-    from nas.core.searcher import searcher_class
+    from nas.host.objectives import is_multi_objective
 
-    if "num_objectives" not in {f.name for f in dataclasses.fields(searcher_class(name).Options)}:
-        return ()
-    return (DEFAULT_METRIC[bench_name.split("/")[0]],)
+    return (DEFAULT_METRIC[bench_name.split("/")[0]],) if is_multi_objective(name) else ()
 
 
 def run_options(name: str, bench) -> dict:
@@ -270,6 +267,7 @@ def main(argv):
         print("RESULT " + json.dumps(measure(_CHILD.value, _BENCH.value[0])), flush=True)
         return 0
     from nas.core.searcher import available_searchers, searcher_class
+    from nas.host.objectives import is_multi_objective
     from scripts.bench.small_tables import SMALL_TABLES
 
     names = _SEARCHERS.value or available_searchers(multi_fidelity=None)
@@ -286,7 +284,7 @@ def main(argv):
             if mf and bench_name in SMALL_TABLES:
                 print(f"{name} on {bench_name}: skipped (a multi-fidelity searcher, a table without fidelities)")
                 continue
-            if run_metrics(name, "nb201") and bench_name in SMALL_TABLES:
+            if is_multi_objective(name) and bench_name in SMALL_TABLES:
                 print(f"{name} on {bench_name}: skipped (a multi-objective searcher, a table without metrics)")
                 continue
             load = os.getloadavg()[0]

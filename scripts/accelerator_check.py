@@ -20,6 +20,8 @@ starts it (JAX on its default backend: do not set ``JAX_PLATFORMS=cpu`` on the a
   timed; trainings per second); on an accelerator B = 1,024 also with the CPU's segment size;
 - the default job cold (``scripts.bench.bench_startup``): ``scripts.train --config configs/default.py``,
   3 runs with an empty compilation cache each (wall, CPU, peak RSS), and the import of the train command;
+  ``--job_threads=1,4`` runs it again with ``$NASJAX_COMPILE_THREADS`` set to each (``nas.engine.program_cache``:
+  a GPU compiles one program at a time by default), every printed table compared with the first run's;
 - the environment: device kind and count, platform version (CUDA), jax and jaxlib versions, date, host
   memory after importing JAX, after starting the backend and after a first program;
 - ``--tests``: ``python -m pytest -m "not slow" tests`` on the same backend (counts, failures, seconds).
@@ -45,6 +47,7 @@ import time
 
 from absl import flags
 
+from nas.engine.program_cache import THREADS_ENV
 from nas.experiment import cli
 from scripts.bench import bench_startup
 
@@ -63,6 +66,12 @@ _ONLY = flags.DEFINE_list(
 )
 _FIDELITY = flags.DEFINE_string(
     "fidelity_data", "../shared/data/nb201/mini_nb201_12epoch.pd", "NB201 12-epoch table (Hyperband, ASHA)."
+)
+_JOB_THREADS = flags.DEFINE_list(
+    "job_threads",
+    [],
+    "The default job again with $NASJAX_COMPILE_THREADS set to each of these (e.g. 1,4): compiles side by side "
+    "against one at a time (a GPU compiles one at a time by default), with the printed tables compared.",
 )
 _PART_TIMEOUT = flags.DEFINE_integer("part_timeout", 600, "Seconds before a part's process is stopped.")
 _PART = flags.DEFINE_string("part", "", "internal: run one part in this process and print its RESULT line")
@@ -257,22 +266,39 @@ def run_part(part: str, env: dict) -> dict:
     return {"part": part, "process_s": round(time.perf_counter() - t0, 1), **json.loads(found[-1][len("RESULT ") :])}
 
 
-def default_job(env: dict) -> dict:
-    """The default job cold (``bench_startup``'s measurement): runs with an empty compilation cache each."""
+def default_job(env: dict, threads: str = "") -> dict:
+    """The default job cold (``bench_startup``'s measurement): runs with an empty compilation cache each;
+    ``threads``: ``$NASJAX_COMPILE_THREADS`` for its compiles (empty: the backend's default,
+    ``nas.engine.program_cache``). ``same_table``: whether every run printed the result table of the first."""
     size = sizes()
+    env = {k: v for k, v in env.items() if k != THREADS_ENV} | ({THREADS_ENV: threads} if threads else {})
     imports = bench_startup.timed([sys.executable, "-c", bench_startup.IMPORTS], env, bench_startup.ROOT)
-    runs = []
+    runs, tables = [], []
     for _ in range(size["job_runs"]):
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [sys.executable, "-m", "scripts.train", "--config=configs/default.py", f"--workdir={tmp}/wd",
                    f"--compilation_cache={tmp}/jax_cache", *size["job_overrides"]]  # fmt: skip
             r = bench_startup.timed(cmd, env, bench_startup.ROOT)
+        tables.append(bench_startup.result_table(r["stdout"]))
         runs.append({"wall_s": round(r["wall"], 2), "cpu_s": round(r["cpu"], 2), "peak_rss_mb": round(r["rss_mb"]),
                      "load": round(r["load"], 2), "compile_s": bench_startup.compile_seconds(r["stderr"])})  # fmt: skip
-    return {"overrides": size["job_overrides"], "runs": runs,
+    return {"overrides": size["job_overrides"], "compile_threads": threads or "default", "runs": runs,
             "median_wall_s": statistics.median(r["wall_s"] for r in runs),
             "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
-            "import_wall_s": round(imports["wall"], 2), "import_cpu_s": round(imports["cpu"], 2)}  # fmt: skip
+            "import_wall_s": round(imports["wall"], 2), "import_cpu_s": round(imports["cpu"], 2),
+            "table": tables[0], "same_table": all(t == tables[0] for t in tables)}  # fmt: skip
+
+
+def compile_threads_jobs(env: dict, settings: list[str], default: dict) -> list[dict]:
+    """The default job with each ``$NASJAX_COMPILE_THREADS`` of ``settings``; ``same_table`` now also
+    compares its tables with the ``default`` setting's (side-by-side compiles must not change a number)."""
+    out = []
+    for threads in settings:
+        job = default_job(env, threads)
+        job["same_table"] = job["same_table"] and job["table"] == default["table"]
+        out.append(job)
+        print(f"default job, {THREADS_ENV}={threads}: {job}", flush=True)
+    return out
 
 
 def fast_tests(env: dict, out: str, timeout: float | None, workers: int = 1) -> dict:
@@ -356,6 +382,12 @@ def markdown(report: dict) -> str:
         out += ["", f"Default job cold ({runs}): median {j['median_wall_s']:.2f} s wall ({walls}), CPU {cpus} s, "
                 f"peak RSS {rss} MB; import of the train command {j['import_wall_s']:.2f} s wall "
                 f"({j['import_cpu_s']:.2f} s CPU)"]  # fmt: skip
+    for t in report.get("default_job_threads", []):
+        walls = " / ".join(f"{r['wall_s']:.2f}" for r in t["runs"])
+        compiles = " / ".join(f"{sum(r['compile_s'].values()):.1f}" for r in t["runs"])
+        same = "the same table" if t["same_table"] else "**another table**"
+        out.append(f"- with {THREADS_ENV}={t['compile_threads']}: median {t['median_wall_s']:.2f} s wall ({walls}), "
+                   f"compile lines {compiles} s, CPU median {t['median_cpu_s']:.2f} s, {same}")  # fmt: skip
     t = report.get("tests")
     if t:
         out += ["", f"Fast tests on the device: {t['counts']} in {t['wall_s']:.0f} s; failed: {t['failed'] or 'none'}"]
@@ -378,6 +410,9 @@ def main(argv):
     if unknown:
         raise cli.ConfigError(f"--only: unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
     wanted = set(_ONLY.value) or {"searchers", "bananas", "mlp", "job"}
+    bad = [t for t in _JOB_THREADS.value if not (t.isdigit() and int(t) >= 1)]
+    if bad:
+        raise cli.ConfigError(f"--job_threads: {bad} are not whole numbers >= 1; give e.g. --job_threads=1,4")
     out = cli.output_folder(_OUT.value, "out")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [bench_startup.ROOT, os.environ.get("PYTHONPATH")])))
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # cold: nothing read from a persistent cache
@@ -396,6 +431,8 @@ def main(argv):
     if "job" in wanted:
         report["default_job"] = default_job(env)
         print(f"default job: {report['default_job']}", flush=True)
+        if _JOB_THREADS.value:
+            report["default_job_threads"] = compile_threads_jobs(env, _JOB_THREADS.value, report["default_job"])
     if _TESTS.value:
         limits = [_TEST_TIMEOUT.value, _TIME_LIMIT.value and max(1.0, _TIME_LIMIT.value - (time.perf_counter() - t0))]
         report["tests"] = fast_tests(env, out, min([t for t in limits if t], default=None), _TEST_WORKERS.value)
@@ -407,6 +444,8 @@ def main(argv):
         f.write(markdown(report))
     print(markdown(report))
     failed = [r for r in [report["environment"], *report["searchers"], report.get("mlp") or {}] if "failed" in r]
+    jobs = [j for j in [report.get("default_job"), *report.get("default_job_threads", [])] if j]
+    failed += [j for j in jobs if not j["same_table"]]  # the same config and seed must print the same numbers
     return 1 if failed else 0
 
 

@@ -20,7 +20,7 @@ def test_small_check_writes_every_part(tmp_path):
     """Every part at tiny sizes; of the searchers, one of each path (one call, multi-fidelity, chunked)."""
     fidelity = SHARED_DATA / "nb201" / "mini_nb201_12epoch.pd"
     cmd = [sys.executable, "-m", "scripts.accelerator_check", "--small", f"--out={tmp_path}",
-           f"--fidelity_data={fidelity}", "--only=random_search,asha,bananas,mlp,job"]  # fmt: skip
+           f"--fidelity_data={fidelity}", "--only=random_search,asha,bananas,mlp,job", "--job_threads=1"]  # fmt: skip
     r = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads((tmp_path / "accelerator_check.json").read_text())
@@ -42,9 +42,13 @@ def test_small_check_writes_every_part(tmp_path):
     job = report["default_job"]
     assert len(job["runs"]) == 1 and job["runs"][0]["cpu_s"] > 0 and job["import_cpu_s"] > 0
     assert set(job["runs"][0]["compile_s"]) == {"random_search"}
+    assert job["same_table"] and "| random_search |" in job["table"] and job["compile_threads"] == "default"
+    (one,) = report["default_job_threads"]  # one program at a time against the CPU's default (side by side)
+    assert one["compile_threads"] == "1" and one["same_table"] and len(one["runs"]) == 1
     text = (tmp_path / "accelerator_check.md").read_text()
     assert "| random_search, 4 seeds x 12 queries |" in text and "| bananas, 2 seeds x 14 queries |" in text
     assert "Default job cold" in text and "vmapped / one at a time" in text
+    assert "- with NASJAX_COMPILE_THREADS=1: median" in text and "the same table" in text
 
 
 def test_fast_tests_stopped_at_their_limit_keep_their_log(tmp_path):
@@ -59,3 +63,10 @@ def test_fast_tests_stopped_at_their_limit_keep_their_log(tmp_path):
     assert result["exit"] == "stopped after 1 s" and result["workers"] == 2 and result["failed"] == []
     assert set(result["counts"]) == {"passed", "failed", "skipped", "error"}  # counted from the verbose lines
     assert (tmp_path / "tests.log").exists() and 1.0 <= result["wall_s"] < 30
+
+
+def test_a_bad_job_threads_setting_is_refused_before_any_part_runs(tmp_path):
+    cmd = [sys.executable, "-m", "scripts.accelerator_check", "--small", f"--out={tmp_path}", "--job_threads=1,0"]
+    r = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True)
+    assert r.returncode == 2 and "--job_threads: ['0'] are not whole numbers >= 1" in r.stderr, r.stderr[-2000:]
+    assert not os.listdir(tmp_path)  # nothing measured, nothing written

@@ -379,9 +379,10 @@ def markdown(report: dict) -> str:
         cpus = " / ".join(f"{r['cpu_s']:.2f}" for r in j["runs"])
         rss = max(r["peak_rss_mb"] for r in j["runs"])
         runs = f"{len(j['runs'])} runs {' '.join(j['overrides'])}".strip()
+        differ = "" if j["same_table"] else "; **the runs printed other tables**"
         out += ["", f"Default job cold ({runs}): median {j['median_wall_s']:.2f} s wall ({walls}), CPU {cpus} s, "
                 f"peak RSS {rss} MB; import of the train command {j['import_wall_s']:.2f} s wall "
-                f"({j['import_cpu_s']:.2f} s CPU)"]  # fmt: skip
+                f"({j['import_cpu_s']:.2f} s CPU){differ}"]  # fmt: skip
     for t in report.get("default_job_threads", []):
         walls = " / ".join(f"{r['wall_s']:.2f}" for r in t["runs"])
         compiles = " / ".join(f"{sum(r['compile_s'].values()):.1f}" for r in t["runs"])

@@ -119,7 +119,8 @@ def prepared(block: Block, tmp: Path) -> str:
     for rel in re.findall(r"\.\./shared/data/([\w./-]*\w)", code):
         if not (SHARED_DATA / rel).exists():
             pytest.skip(f"{block.where} reads {SHARED_DATA / rel}, which is absent (public data, see README)")
-    return code.replace("../shared/data", str(SHARED_DATA)).replace("/tmp/", f"{tmp}/")
+    # /tmp/ first: the data's own path may lie under /tmp (a checkout there) and must stay as it is
+    return code.replace("/tmp/", f"{tmp}/").replace("../shared/data", str(SHARED_DATA))
 
 
 def environment(block: Block) -> dict[str, str]:
@@ -283,3 +284,10 @@ def test_the_directives_are_read():
     assert environment(blocks[0]).get("XLA_FLAGS") == os.environ.get("XLA_FLAGS")
     assert "frobnicate" in blocks[3].problem
     assert prepared(blocks[1], Path("/x")) == "print('c e')\n"
+
+
+def test_a_checkout_under_tmp_keeps_its_data_path(monkeypatch):
+    """The blocks' /tmp/ paths move to the test's folder, the data's path (here under /tmp) does not."""
+    monkeypatch.setattr(sys.modules[__name__], "SHARED_DATA", Path("/tmp/checkout/shared/data"))
+    block = Block("docs/x.md", 1, "bash", "ls ../shared/data > /tmp/listing.txt\n")
+    assert prepared(block, Path("/work/t")) == "ls /tmp/checkout/shared/data > /work/t/listing.txt\n"

@@ -117,6 +117,34 @@ def test_one_line_per_new_compiled_program(capsys, monkeypatch):
     assert compile_notice.describe(2.0, 1, 1, 0) == "2.0 s (no compilation cache: --compilation_cache is off)"
 
 
+def test_a_terminal_sees_the_seconds_count_while_a_compile_runs(monkeypatch):
+    """On a terminal the ``compiling`` line counts seconds until the block ends, then the final figure takes
+    the count's place on the same line; a log (not a terminal) gets the plain line."""
+    import io
+    import time
+
+    from nas.engine import compile_notice
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(compile_notice, "TICK_S", 0.05)
+    for stream in (Terminal(), io.StringIO()):
+        with compile_notice.compile_notice("slow_searcher", stream=stream):
+            time.sleep(0.5)
+        text = stream.getvalue()
+        assert text.endswith(" s (compiled earlier in this process)\n") and text.count("\n") == 1, repr(text)
+        if isinstance(stream, Terminal):
+            counts = text.split("\r")
+            head = "compiling slow_searcher ... "
+            assert counts[0] == head and len(counts) >= 3, repr(text)  # the head, at least one count, the figure
+            assert counts[1] == f"{head}0 s" and counts[-1].startswith(f"{head}0.")
+            assert all(c.startswith(head) for c in counts)
+        else:
+            assert "\r" not in text and text.startswith("compiling slow_searcher ... 0.")
+
+
 def test_programs_compile_together_in_threads_and_run_without_compiling_again(monkeypatch):
     """``compile_ahead`` lowers programs in the calling thread and compiles them in a pool of threads
     (``nas.engine.program_cache``); the calls that follow neither trace nor compile. A run's programs are

@@ -8,6 +8,10 @@ compiled call and, once it returns, the seconds spent compiling and where the re
     compiling regularized_evolution ... 3.1 s (kept in the compilation cache /root/.cache/nasjax/jax)
     compiling regularized_evolution ... 0.2 s (2 programs from the compilation cache)
 
+On a terminal the line counts the seconds while it waits (``compiling nasbot ... 12 s``, redrawn
+every ``TICK_S``), so a compile of a minute does not look like a hang; the final figure replaces the
+count. Output that is not a terminal (a log, a pipe, CI) gets the one line only.
+
 The seconds are JAX's own compile events (tracing, lowering, XLA) during the call, read through
 ``jax.monitoring``, and at most the wall time of the block (programs compiled in parallel threads,
 ``nas.engine.program_cache``, overlap); the first execution of the program is not in them. JAX's persistent cache keeps
@@ -34,6 +38,7 @@ COMPILE_EVENTS = (
 )
 CACHE_HIT = "/jax/compilation_cache/cache_hits"
 
+TICK_S = 1.0  # a terminal's count of seconds while a compile runs
 _totals = {"seconds": 0.0, "compiles": 0, "slow": 0, "hits": 0}  # since the listeners were registered
 _lock = threading.Lock()  # compiles in several threads report at once
 
@@ -81,9 +86,25 @@ def describe(seconds: float, compiles: int, slow: int, hits: int) -> str:
     return f"{seconds:.1f} s ({'; '.join(parts)})"
 
 
+def _count_seconds(stream, head: str, t0: float, stop: threading.Event, ticked: list) -> None:
+    """Redraws ``head`` and the seconds since ``t0`` every ``TICK_S`` until ``stop`` (a terminal's line)."""
+    while not stop.wait(TICK_S):
+        stream.write(f"\r{head}{time.perf_counter() - t0:.0f} s")
+        stream.flush()
+        ticked[0] = True
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 @contextlib.contextmanager
 def compile_notice(label: str, enabled: bool = True, stream=None):
-    """``compiling <label> ...`` before the block, the compile seconds and cache use after it (stderr)."""
+    """``compiling <label> ...`` before the block, the compile seconds and cache use after it (stderr); on a
+    terminal the seconds count up meanwhile (module docstring)."""
     if not enabled:
         yield
         return
@@ -91,11 +112,22 @@ def compile_notice(label: str, enabled: bool = True, stream=None):
     stream = stream or sys.stderr
     before = dict(_totals)
     t0 = time.perf_counter()
-    stream.write(f"compiling {label} ... ")
+    head = f"compiling {label} ... "
+    stream.write(head)
     stream.flush()
+    stop, ticked = threading.Event(), [False]
+    counter = None
+    if _is_terminal(stream):
+        counter = threading.Thread(target=_count_seconds, args=(stream, head, t0, stop, ticked), daemon=True)
+        counter.start()
     try:
         yield
     finally:
+        stop.set()
+        if counter is not None:
+            counter.join()
+        if ticked[0]:  # the final figure over the count, on the same line
+            stream.write(f"\r{head}")
         d = {k: _totals[k] - before[k] for k in _totals}
         if d["compiles"] or d["hits"]:
             seconds = min(d["seconds"], time.perf_counter() - t0)  # parallel compiles overlap

@@ -44,7 +44,7 @@ def test_small_check_writes_every_part(tmp_path):
     assert set(job["runs"][0]["compile_s"]) == {"random_search"}
     assert job["same_table"] and "| random_search |" in job["table"] and job["compile_threads"] == "default"
     (one,) = report["default_job_threads"]  # one program at a time against the CPU's default (side by side)
-    assert one["compile_threads"] == "1" and one["same_table"] and len(one["runs"]) == 1
+    assert one["compile_threads"] == "1" and one["same_table"] and len(one["runs"]) == 1 and "import_cpu_s" not in one
     text = (tmp_path / "accelerator_check.md").read_text()
     assert "| random_search, 4 seeds x 12 queries |" in text and "| bananas, 2 seeds x 14 queries |" in text
     assert "Default job cold" in text and "vmapped / one at a time" in text

@@ -8,9 +8,9 @@ compiled call and, once it returns, the seconds spent compiling and where the re
     compiling regularized_evolution ... 3.1 s (kept in the compilation cache /root/.cache/nasjax/jax)
     compiling regularized_evolution ... 0.2 s (2 programs from the compilation cache)
 
-On a terminal the line counts the seconds while it waits (``compiling nasbot ... 12 s``, redrawn
-every ``TICK_S``), so a compile of a minute does not look like a hang; the final figure replaces the
-count. Output that is not a terminal (a log, a pipe, CI) gets the one line only.
+On a terminal the line counts the seconds while it waits (``compiling nasbot ... 12 s``, the count
+redrawn every ``TICK_S``), so a compile of a minute does not look like a hang; the final figure replaces
+the count. Output that is not a terminal (a log, a pipe, CI) gets the one line only.
 
 The seconds are JAX's own compile events (tracing, lowering, XLA) during the call, read through
 ``jax.monitoring``, and at most the wall time of the block (programs compiled in parallel threads,
@@ -86,12 +86,14 @@ def describe(seconds: float, compiles: int, slow: int, hits: int) -> str:
     return f"{seconds:.1f} s ({'; '.join(parts)})"
 
 
-def _count_seconds(stream, head: str, t0: float, stop: threading.Event, ticked: list) -> None:
-    """Redraws ``head`` and the seconds since ``t0`` every ``TICK_S`` until ``stop`` (a terminal's line)."""
+def _count_seconds(stream, t0: float, stop: threading.Event, drawn: list) -> None:
+    """Writes the seconds since ``t0`` every ``TICK_S`` until ``stop``, each over the last with backspaces:
+    only the count is redrawn, so a line that wraps (many searchers' labels) stays one line."""
     while not stop.wait(TICK_S):
-        stream.write(f"\r{head}{time.perf_counter() - t0:.0f} s")
+        count = f"{time.perf_counter() - t0:.0f} s"
+        stream.write("\b" * drawn[0] + count)
         stream.flush()
-        ticked[0] = True
+        drawn[0] = len(count)
 
 
 def _is_terminal(stream) -> bool:
@@ -112,13 +114,12 @@ def compile_notice(label: str, enabled: bool = True, stream=None):
     stream = stream or sys.stderr
     before = dict(_totals)
     t0 = time.perf_counter()
-    head = f"compiling {label} ... "
-    stream.write(head)
+    stream.write(f"compiling {label} ... ")
     stream.flush()
-    stop, ticked = threading.Event(), [False]
+    stop, drawn = threading.Event(), [0]  # drawn: the length of the count on the line
     counter = None
     if _is_terminal(stream):
-        counter = threading.Thread(target=_count_seconds, args=(stream, head, t0, stop, ticked), daemon=True)
+        counter = threading.Thread(target=_count_seconds, args=(stream, t0, stop, drawn), daemon=True)
         counter.start()
     try:
         yield
@@ -126,8 +127,7 @@ def compile_notice(label: str, enabled: bool = True, stream=None):
         stop.set()
         if counter is not None:
             counter.join()
-        if ticked[0]:  # the final figure over the count, on the same line
-            stream.write(f"\r{head}")
+        stream.write("\b" * drawn[0])  # the final figure over the count (it is longer than the count)
         d = {k: _totals[k] - before[k] for k in _totals}
         if d["compiles"] or d["hits"]:
             seconds = min(d["seconds"], time.perf_counter() - t0)  # parallel compiles overlap

@@ -47,7 +47,7 @@ import time
 
 from absl import flags
 
-from nas.engine.program_cache import THREADS_ENV
+from nas.engine.program_cache import THREADS_ENV, whole_threads
 from nas.experiment import cli
 from scripts.bench import bench_startup
 
@@ -414,7 +414,7 @@ def main(argv):
     if unknown:
         raise cli.ConfigError(f"--only: unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
     wanted = set(_ONLY.value) or {"searchers", "bananas", "mlp", "job"}
-    bad = [t for t in _JOB_THREADS.value if not (t.isdigit() and int(t) >= 1)]
+    bad = [t for t in _JOB_THREADS.value if whole_threads(t) is None]
     if bad:
         raise cli.ConfigError(f"--job_threads: {bad} are not whole numbers >= 1; give e.g. --job_threads=1,4")
     out = cli.output_folder(_OUT.value, "out")

@@ -75,16 +75,22 @@ def default_threads() -> int:
     return min(cpu_cores(), MAX_THREADS) if jax.default_backend() == "cpu" else 1
 
 
+def whole_threads(text: str) -> int | None:
+    """``text`` as a number of threads (a whole number >= 1), None when it is not one."""
+    try:
+        most = int(text)
+    except ValueError:
+        return None
+    return most if most >= 1 else None
+
+
 def threads_setting() -> int | None:
     """``$NASJAX_COMPILE_THREADS`` as a number, None when unset; a ``CompileThreadsError`` when it is not one."""
     text = os.environ.get(THREADS_ENV, "")
     if not text:
         return None
-    try:
-        most = int(text)
-    except ValueError:
-        most = 0
-    if most < 1:
+    most = whole_threads(text)
+    if most is None:
         raise CompileThreadsError(
             f"${THREADS_ENV}={text!r} must be a whole number of threads >= 1 (1 = one program at a time); "
             "set it so or unset it"

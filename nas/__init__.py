@@ -7,3 +7,5 @@
 - ``nas.host``: ask/tell from Python for objectives that are not JAX.
 - ``nas.adapters``: Optuna and Ray Tune integrations.
 """
+
+import spaces as _spaces  # noqa: F401, E402  (installs the finder of moved modules' old paths: spaces.moved)

@@ -36,11 +36,14 @@ Subclasses implement ``init``, ``logits(params, tokens, order) -> f32[N, D]``
 (row ``i`` = unnormalized logits of position ``i`` given the tokens preceding
 it in ``order``; later tokens must not influence it) and optionally the
 incremental decoder ``decode_init`` / ``decode_step`` (default: recompute
-``logits`` and take the row of the position decided at step ``t``).
+``logits`` and take the row of the position decided at step ``t``), register the
+class with ``@register_policy("name")`` (``policies.registry``) and import its
+module in ``policies/__init__.py``.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -49,37 +52,29 @@ import numpy as np
 
 from policies.orderings import rank_of, set_at, unpermute
 from spaces.base import Space
-from spaces.names import lookup
 
-POLICIES: dict[str, type[Policy]] = {}
 NEG = -1e30  # a finite "minus infinity" keeps gradients of masked logits NaN-free
 # matrix products of the logits at full float32 precision: GPUs otherwise round float32 products to TF32
 # (~1e-3 relative), and the log-probabilities of sampling and of log_prob (a PPO ratio at the old
 # parameters) would then differ; CPUs compute float32 products in full either way (same numbers)
 PRECISION = "highest"
 
-
-def register_policy(name: str):
-    def deco(cls):
-        if name in POLICIES:
-            raise ValueError(f"policy {name!r} registered twice")
-        POLICIES[name] = cls
-        cls.registry_name = name
-        return cls
-
-    return deco
+_IN_REGISTRY = ("POLICIES", "available_policies", "make_policy", "register_policy")  # defined here in 0.2
 
 
-def available_policies() -> list[str]:
-    import policies  # noqa: F401  (registers the built-in policies)
+def __getattr__(name: str):
+    """The registry's names, once defined here: still importable for a release, with a warning."""
+    if name in _IN_REGISTRY:
+        warnings.warn(
+            f"policies.base.{name} moved to policies.registry: import it from policies (from policies import "
+            f"{name}); the old name goes in nasjax 0.4",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from policies import registry
 
-    return sorted(POLICIES)
-
-
-def make_policy(name: str, space: Space, **kwargs) -> Policy:
-    """Builds a registered policy; unknown names fail with the list of valid ones."""
-    available_policies()
-    return lookup("policy", name, POLICIES)(space, **kwargs)
+        return getattr(registry, name)
+    raise AttributeError(f"module 'policies.base' has no attribute {name!r}")
 
 
 def masked_log_softmax(logits: jax.Array, allowed: jax.Array) -> jax.Array:

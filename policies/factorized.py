@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from policies.base import Policy, register_policy
+from policies.base import Policy
+from policies.registry import register_policy
 
 
 @register_policy("factorized")

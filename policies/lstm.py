@@ -23,8 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from policies.base import Policy, register_policy, value_families
+from policies.base import Policy, value_families
 from policies.orderings import unpermute
+from policies.registry import register_policy
 
 
 @register_policy("lstm")

@@ -43,8 +43,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from policies.base import NEG, Policy, register_policy, value_families
+from policies.base import NEG, Policy, value_families
 from policies.orderings import preceding_mask, set_at
+from policies.registry import register_policy
 
 
 def _lecun(key, shape, fan_in):

@@ -27,8 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from policies.base import Policy, register_policy
+from policies.base import Policy
 from policies.orderings import rank_of
+from policies.registry import register_policy
 
 
 @register_policy("made")

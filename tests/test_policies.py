@@ -29,6 +29,17 @@ def test_registry():
         make_policy("maad", nb201.SPACE)
 
 
+def test_the_registry_names_once_in_policies_base_still_import_with_a_warning():
+    import policies.base
+    from policies import registry
+
+    for name in ("make_policy", "available_policies", "register_policy", "POLICIES"):
+        with pytest.warns(DeprecationWarning, match=f"policies.base.{name} moved to policies.registry"):
+            assert getattr(policies.base, name) is getattr(registry, name)
+    with pytest.raises(AttributeError, match="no attribute 'make_polcy'"):
+        policies.base.make_polcy  # noqa: B018
+
+
 @pytest.mark.parametrize("name", POLICIES)
 @pytest.mark.parametrize("space", [nb201.SPACE, nb101.SPACE], ids=["nb201", "nb101"])
 def test_log_prob_equals_sampling_log_probs_and_samples_are_valid(name, space):

@@ -156,3 +156,14 @@ def test_rank_correlation_pairs_levels_by_string():
     assert all(np.isclose(r["spearman"], 1.0) and np.isclose(r["kendall"], 1.0) and r["n"] == 8 for r in rows)
     r = rank_correlations([1.0, 2.0, 3.0, -np.inf, 5.0], [1.0, 3.0, 2.0, 4.0, np.nan])
     assert r["n"] == 3 and r["left_out"] == 2 and np.isclose(r["spearman"], 0.5) and np.isclose(r["kendall"], 1 / 3)
+
+
+def test_a_level_must_be_a_single_fidelity_table():
+    from tests.test_multi_fidelity_engine import toy_table
+
+    table = toy_table()
+    stack = MultiFidelityTable.stack("toy", table.levels, table.fidelities, "epochs")
+    assert stack.levels == table.levels
+    for wrong, kind in ((table, "MultiFidelityTable"), (object(), "object")):
+        with pytest.raises(TypeError, match=f"the level at 1 epochs is {kind}, not a single-fidelity table"):
+            MultiFidelityTable.stack("toy", (wrong, *table.levels[1:]), table.fidelities, "epochs")

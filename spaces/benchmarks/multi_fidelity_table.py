@@ -16,6 +16,10 @@ costs; a string a lower level does not hold scores ``-inf`` there. A fidelity in
 The levels of a table are separate trainings (each budget with its own schedule), so by default
 a higher fidelity does not continue a lower one (``continues=False``: a promotion pays its full
 cost); a table built from one training's learning curve may say ``continues=True``.
+
+A level is any single-fidelity table: an objective with a table's arrays and methods
+(``TABLE_ATTRIBUTES``), in practice a ``spaces.benchmarks.tabular.TabularBenchmark``. This module
+imports no table class, so ``TabularBenchmark.build`` and ``from_dict`` stack their levels here.
 """
 
 from __future__ import annotations
@@ -28,7 +32,21 @@ import numpy as np
 from flax import struct
 
 from spaces.benchmarks.objective import Objective, check_fidelities
-from spaces.benchmarks.tabular import TabularBenchmark
+
+# what this class reads of each level (the arrays and methods of a single-fidelity table)
+TABLE_ATTRIBUTES = (
+    "space", "protocol", "report_kind", "has_test", "valid", "test", "cost", "n_seeds", "row_ids", "columns",
+    "metric_info", "cost_unit", "query", "rows", "mean_valid", "best_valid", "with_protocol",
+)  # fmt: skip
+
+
+def is_table(level) -> bool:
+    """Whether ``level`` is a single-fidelity table (a level of a ``MultiFidelityTable``)."""
+    return (
+        isinstance(level, Objective)
+        and not isinstance(level, MultiFidelityTable)
+        and all(hasattr(level, a) for a in TABLE_ATTRIBUTES)
+    )
 
 
 @struct.dataclass
@@ -48,8 +66,11 @@ class MultiFidelityTable(Objective):
             raise ValueError(f"{name}: {len(levels)} tables for {len(budgets)} fidelities {budgets}")
         top = levels[-1]
         for lvl, b in zip(levels, budgets):
-            if not isinstance(lvl, TabularBenchmark):
-                raise TypeError(f"{name}: the level at {b:g} {fidelity_unit} is {type(lvl).__name__}, not a table")
+            if not is_table(lvl):
+                raise TypeError(
+                    f"{name}: the level at {b:g} {fidelity_unit} is {type(lvl).__name__}, not a single-fidelity "
+                    "table (a TabularBenchmark)"
+                )
             if lvl.space is not top.space or lvl.report_kind != top.report_kind or lvl.protocol != top.protocol:
                 raise ValueError(
                     f"{name}: every level needs the same space, report_kind and protocol as the top one "
@@ -63,7 +84,8 @@ class MultiFidelityTable(Objective):
 
     # -- the top fidelity is the table a single-fidelity reader sees ------------------------
     @property
-    def top(self) -> TabularBenchmark:
+    def top(self) -> Objective:
+        """The table of the top fidelity (a ``TabularBenchmark``)."""
         return self.levels[-1]
 
     space = property(lambda self: self.top.space)
@@ -92,7 +114,7 @@ class MultiFidelityTable(Objective):
     def with_protocol(self, protocol: str) -> MultiFidelityTable:
         return self.replace(levels=tuple(lvl.with_protocol(protocol) for lvl in self.levels))
 
-    def level(self, fidelity: int) -> TabularBenchmark:
+    def level(self, fidelity: int) -> Objective:
         """The single-fidelity table of fidelity index ``fidelity`` (e.g. to report the low fidelity alone)."""
         return self.levels[fidelity]
 

@@ -32,6 +32,7 @@ from flax import struct
 
 from spaces.base import Space
 from spaces.benchmarks.metrics import check_columns, metric_infos
+from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable
 from spaces.benchmarks.objective import REPORTS, Objective, check_fidelities
 from spaces.benchmarks.protocols import check_protocol, check_runs_for, padded_runs, split_test
 
@@ -251,7 +252,7 @@ class TabularBenchmark(Objective):
                 )
                 for lvl in levels
             ]
-            return _stack(name, tables, budgets, fidelity_unit)
+            return MultiFidelityTable.stack(name, tables, budgets, fidelity_unit)
         metric_info = metric_infos(metrics)
         named = [m.name for m in metric_info]
         strings, valid, test, cost, columns = [], [], [], [], {n: [] for n in named}
@@ -362,12 +363,6 @@ class TabularBenchmark(Objective):
         }
 
 
-def _stack(name, tables, budgets, unit):
-    from spaces.benchmarks.multi_fidelity_table import MultiFidelityTable  # it builds on this module
-
-    return MultiFidelityTable.stack(name, tables, budgets, unit)
-
-
 def _build_levels(
     cls, *, name, space, valid, cost, test, fidelities, fidelity_unit, rows, protocol, report_kind, cost_unit, metrics,
     metric_info,
@@ -397,7 +392,7 @@ def _build_levels(
         )  # fmt: skip
         for i in range(f)
     ]
-    return _stack(name, tables, budgets, fidelity_unit)
+    return MultiFidelityTable.stack(name, tables, budgets, fidelity_unit)
 
 
 def _at_fidelity(name, tokens, entry, i, budgets):

@@ -19,14 +19,6 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nas", "spaces", "policies", "surrogates", "scripts", "configs")
 
-# Cycles not cut yet, each as the set of its modules: the test fails when a cycle appears that is not listed
-# AND when a listed one is gone or has changed (then its entry is removed or updated here).
-KNOWN_CYCLES: list[frozenset[str]] = [
-    frozenset({"nas.experiment.mo_peers", "nas.experiment.peers"}),
-    frozenset({"nas.host.ask_tell", "nas.host.mf_study", "nas.host.study_base"}),
-    frozenset({"spaces.language.flatten", "spaces.language.search_space"}),
-]
-
 EXPORT_STRING = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")  # "package.module:attribute"
 
 
@@ -103,11 +95,8 @@ def _file(module: str, root: Path) -> Path:
 
 def test_no_import_cycle_between_the_library_files():
     graph = import_graph(ROOT)
-    found = cycles(graph)
-    new = [describe(graph, c) for c in found if c not in KNOWN_CYCLES]
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not new, "import cycles between files (cut each one):\n" + "\n".join(new)
-    assert not gone, f"listed in KNOWN_CYCLES but no longer found (remove or update the entry): {gone}"
+    found = [describe(graph, c) for c in cycles(graph)]
+    assert not found, "import cycles between files (cut each one):\n" + "\n".join(found)
 
 
 def test_the_walker_reads_the_library():

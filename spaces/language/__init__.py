@@ -7,14 +7,16 @@ lazily (``library``), ``connect``. See docs/language.md.
 
 Modules: ``hyperparameters``, ``core`` (graphs, Algorithm 1 transitions, Algorithms 2 and 5
 traversals), ``library`` (substitution modules), ``flax_modules`` (basic modules), ``compile``
-(Algorithm 4, a terminal space -> flax model), ``search_space`` (``LanguageSpace``,
-``Architecture``), ``counting``, ``flatten`` (a bounded space -> ``spaces.base.Space``),
-``examples`` (the paper's figures), ``datasets`` (digits, diabetes, optional CIFAR-10),
+(Algorithm 4, a terminal space -> flax model), ``architecture`` (``Architecture``: the values
+assigned along a traversal, as JSON), ``search_space`` (``LanguageSpace``), ``counting``,
+``flatten`` (a bounded space -> ``spaces.base.Space``), ``examples`` (the paper's figures),
+``datasets`` (digits, diabetes, optional CIFAR-10),
 ``training`` (optax training of compiled networks, vmapped per signature), ``tasks`` (spaces
 paired with data: host-side objectives), ``table1`` (the paper's Table 1 spaces at digits size),
 ``cells`` (NAS-Bench-101/201 cells and networks; a table's cell -> its language assignment).
 """
 
+from spaces.language.architecture import Architecture
 from spaces.language.compile import CompiledNetwork, compile_graph, plan_of
 from spaces.language.core import (
     BasicModule,
@@ -30,7 +32,7 @@ from spaces.language.core import (
     unassigned_now,
 )
 from spaces.language.hyperparameters import Constant, D, DependentHyperparameter, IndependentHyperparameter
-from spaces.language.search_space import Architecture, LanguageSpace, random_specify, specify
+from spaces.language.search_space import LanguageSpace, random_specify, specify
 
 __all__ = [
     "Architecture",

@@ -32,10 +32,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from spaces.base import Space, onehot_features
+from spaces.language.architecture import Architecture
 from spaces.language.compile import CompiledNetwork, compile_graph
 from spaces.language.core import Graph, unassigned_independent
 from spaces.language.explore import explore
-from spaces.language.search_space import Architecture, LanguageSpace
 
 
 def stable_hash(text: str, mod: int) -> int:
@@ -44,11 +44,11 @@ def stable_hash(text: str, mod: int) -> int:
 
 
 class FlatLanguageSpace(Space):
-    """Fixed-length token form of a bounded ``LanguageSpace`` (module docstring)."""
+    """Fixed-length token form of a bounded ``LanguageSpace`` (``spaces.language.search_space``; module docstring)."""
 
     feature_kinds = ("onehot", "hashed")
 
-    def __init__(self, space: LanguageSpace, hash_dim: int = 256, validity_fn=None, **explore_options):
+    def __init__(self, space, hash_dim: int = 256, validity_fn=None, **explore_options):
         self.language = space
         self.name = space.name
         self.hash_dim = int(hash_dim)

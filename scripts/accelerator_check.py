@@ -162,8 +162,8 @@ def nb201(mf: bool):
 
 
 def part_search(name: str, options: dict) -> dict:
-    from nas.core.searcher import searcher_class
     from nas.engine.devices import use_cpu_cores
+    from nas.searchers import searcher_class
 
     use_cpu_cores()  # before any JAX computation, as scripts.train (one device per core on a CPU)
     from scripts.bench.bench_policies import time_search
@@ -184,8 +184,8 @@ def part_bananas() -> dict:
     from nas.engine.devices import use_cpu_cores
 
     use_cpu_cores()
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import run_chunked
+    from nas.engine.chunked_loop import run_chunked
+    from nas.searchers import make_searcher
     from scripts.bench.compile_stats import CompileStats
 
     seeds, queries, options = sizes()["bananas"]

@@ -65,9 +65,9 @@ def main(argv):
     use_cpu_cores(_CPU_DEVICES.value)  # before any JAX computation (the CPU backend only)
     if _DISTRIBUTED.value:
         initialize_distributed()
-    from nas.core.searcher import make_searcher
     from nas.engine.budget import Budget, BudgetError, check_budget
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
     from spaces.files import savez_atomic
 

@@ -28,7 +28,7 @@ import pytest
 # asked for once, in a subprocess, before it is set; xdist workers inherit the answer.
 _TEST_XLA_FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false"}
 if not os.environ.get("NASJAX_TEST_XLA_FLAGS_SET"):
-    from nas.core.xla_options import xla_flag_known
+    from nas.engine.compile_policy import xla_flag_known
 
     _wanted = [f"--{n}={v}" for n, v in _TEST_XLA_FLAGS.items() if n not in os.environ.get("XLA_FLAGS", "")]
     if _wanted and not xla_flag_known(" ".join(_wanted)):  # one probe when all are known

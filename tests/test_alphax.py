@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from nas.searchers.mcts import uct_values
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.registry import make_benchmark

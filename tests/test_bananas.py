@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
-from nas.engine.host_loop import chunk_bounds, run_chunked
+from nas.engine.chunked_loop import chunk_bounds, run_chunked
+from nas.searchers import make_searcher
 from nas.searchers.bananas import Bananas
 from nas.searchers.bo import BOSearcher
 from nas.searchers.candidates import first_in_order

@@ -294,8 +294,8 @@ def test_listing_rejects_unknown_names():
 
 def test_random_search_runs_on_nasbench_graph():
     """The row-uniform sampler and row ids work inside the compiled many-seed runner (no repeats)."""
-    from nas.core.searcher import make_searcher
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
 
     bench = make_benchmark("nasbench_graph/proteins")
     run = make_search(make_searcher("random_search", bench.space, max_queries=40, batch_size=4))

@@ -14,8 +14,8 @@ _SCRIPT = """
 import collections, json, logging, sys, jax
 from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(2) == 2
-from nas.engine.host_loop import run_chunked
-from nas.core.searcher import make_searcher
+from nas.engine.chunked_loop import run_chunked
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 
 compiles = collections.Counter()
@@ -44,7 +44,7 @@ def test_chunks_compile_once_with_seeds_split_over_two_devices():
     assert r.returncode == 0, r.stderr[-3000:]
     counts = json.loads(r.stdout.strip().splitlines()[-1])
     for name, c in counts.items():
-        assert c.get("jit(one)") == 1, (name, c)  # the chunk program (host_loop.chunk_program), once for 4 chunks
+        assert c.get("jit(one)") == 1, (name, c)  # the chunk program (chunked_loop.chunk_program), once for 4 chunks
         assert c.get("jit(<lambda>)") == 1, (name, c)  # init_program
         # besides: jax's small `_multi_slice` helper that reads sharded arrays back to the host
 
@@ -56,9 +56,9 @@ def test_chunks_update_the_state_in_place_and_release_compiler_memory(monkeypatc
     import jax.numpy as jnp
     import numpy as np
 
-    from nas.core.searcher import make_searcher
     from nas.engine import compiler_memory
-    from nas.engine.host_loop import chunk_program, init_program
+    from nas.engine.chunked_loop import chunk_program, init_program
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     assert isinstance(compiler_memory.release_freed_memory(), bool)  # the real call (glibc) or a no-op
@@ -87,9 +87,9 @@ def test_one_line_per_new_compiled_program(capsys, monkeypatch):
 
     import jax
 
-    from nas.core.searcher import make_searcher
     from nas.engine import compile_notice
-    from nas.engine.host_loop import run_chunked
+    from nas.engine.chunked_loop import run_chunked
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark("nb201/cifar10")
@@ -157,10 +157,10 @@ def test_programs_compile_together_in_threads_and_run_without_compiling_again(mo
 
     import jax
 
-    from nas.core.searcher import make_searcher
     from nas.engine import compile_notice, program_cache
     from nas.engine.devices import cpu_cores, shard_keys
-    from nas.engine.host_loop import chunk_bounds, run_chunked, run_programs
+    from nas.engine.chunked_loop import chunk_bounds, run_chunked, run_programs
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     assert program_cache.compile_threads(1) == 1

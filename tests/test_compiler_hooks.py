@@ -1,15 +1,16 @@
-"""Searchers' compiler hooks (``nas.core.searcher``): the options they set, what XLA_FLAGS overrides, and
-that XLA's older CPU emitters (``cpu_fusion_emitters = False``) leave the searchers' histories unchanged."""
+"""The engine's compile policy (``nas.engine.compile_policy``): the options a searcher's ``compile_profile``
+sets, what XLA_FLAGS overrides, and that XLA's older CPU emitters (the ``"integer_steps"`` profile) leave the
+searchers' histories unchanged."""
 
 import jax
 import numpy as np
 import pytest
 
-from nas.core import searcher as searcher_module
-from nas.core.searcher import make_searcher
-from nas.core.xla_options import compile_option_known
+from nas.engine import compile_policy
+from nas.engine.compile_policy import compile_option_known, compiler_options, init_compiler_options
 from nas.engine.multi_fidelity_runner import make_mf_search
 from nas.engine.runner import init_state, make_search, run_steps
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 from tests.mf_tables import BUDGETS, SPACE, toy_table
 
@@ -36,18 +37,18 @@ def test_options_and_xla_flags(bench, monkeypatch):
     want = {"xla_backend_optimization_level": 1}
     if HAS_EMITTER_OPTION:
         want["xla_cpu_use_fusion_emitters"] = False
-    assert s.compiler_options() == want
+    assert compiler_options(s) == want
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true --xla_backend_optimization_level=2")
-    assert s.compiler_options() is None  # the user's flags win
-    assert make_searcher("remaade", bench.space, max_queries=20).compiler_options() is None
+    assert compiler_options(s) is None  # the user's flags win
+    assert compiler_options(make_searcher("remaade", bench.space, max_queries=20)) is None
 
 
 def test_an_option_this_xla_does_not_know_is_left_out(bench, monkeypatch):
     assert not compile_option_known("xla_no_such_option_anywhere", False)
     monkeypatch.setenv("XLA_FLAGS", "")
-    monkeypatch.setattr(searcher_module, "compile_option_known", lambda name, value: False)
+    monkeypatch.setattr(compile_policy, "compile_option_known", lambda name, value: False)
     s = make_searcher("random_search", bench.space, max_queries=20)
-    assert s.compiler_options() == {"xla_backend_optimization_level": 1}
+    assert compiler_options(s) == {"xla_backend_optimization_level": 1}
 
 
 @pytest.mark.skipif(not HAS_EMITTER_OPTION, reason="XLA's CPU emitter option: CPU only, retired after jaxlib 0.10")
@@ -68,7 +69,7 @@ def test_loop_emitters_give_the_same_history(bench, name):
 def test_schedulers_hooks_give_the_same_history(name):
     """The bracket schedulers' hooks (level 1, loop emitters) against XLA's defaults (level 3, fusion emitters)."""
     s = make_searcher(name, SPACE, fidelities=BUDGETS, max_queries=6)
-    assert (s.xla_optimization_level, s.cpu_fusion_emitters) == (1, False)
+    assert s.compile_profile == "integer_steps" and compile_policy.profile_settings(s) == (1, False)
     table, keys = toy_table(BUDGETS, continues=True), jax.random.split(jax.random.PRNGKey(4), 2)
     run = jax.vmap(make_mf_search(s), in_axes=(0, None))
     options = ({"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3},
@@ -87,8 +88,8 @@ def test_bo_random_first_steps_compile_light_with_the_same_state(bench, monkeypa
     for name, options in (("bananas", {"num_members": 2}), ("gp_bo", {})):
         s = make_searcher(name, bench.space, max_queries=24, batch_size=2, num_init=6, **options)
         random_steps = s.program_for(0, 3)
-        assert random_steps.variant == 0 and random_steps.compiler_options() == light
-        assert s.program_for(3, 4).compiler_options() is None and s.compiler_options() is None
+        assert random_steps.variant == 0 and compiler_options(random_steps) == light
+        assert compiler_options(s.program_for(3, 4)) is None and compiler_options(s) is None
         state = jax.vmap(lambda k, s=s: init_state(s, k))(keys)
         run = jax.vmap(lambda k, st, v=random_steps: run_steps(v, bench, k, st, 3), in_axes=(0, 0))
         default = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}  # XLA's own
@@ -97,18 +98,18 @@ def test_bo_random_first_steps_compile_light_with_the_same_state(bench, monkeypa
         assert_same_histories(*(c(keys, state) for c in compiled))
     for name in ("nasbot", "parego_bananas"):  # their own options (NASBOT: level 1) for every program
         s = make_searcher(name, bench.space, max_queries=24)
-        assert s.with_variant(0).compiler_options() == s.compiler_options() != light, name
+        assert compiler_options(s.with_variant(0)) == compiler_options(s) != light, name
 
 
 def test_init_options(bench, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "")
     loop = {"xla_cpu_use_fusion_emitters": False} if HAS_EMITTER_OPTION else {}
     remaade = make_searcher("remaade", bench.space, max_queries=20)
-    assert remaade.init_compiler_options() == (loop or None)  # XLA's default level, the loop emitters
+    assert init_compiler_options(remaade) == (loop or None)  # XLA's default level, the loop emitters
     evolution = make_searcher("regularized_evolution", bench.space, max_queries=20)
-    assert evolution.init_compiler_options() == {"xla_backend_optimization_level": 0, **loop}
+    assert init_compiler_options(evolution) == {"xla_backend_optimization_level": 0, **loop}
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
-    assert remaade.init_compiler_options() is None  # the user's flag wins
+    assert init_compiler_options(remaade) is None  # the user's flag wins
 
 
 # searchers whose init compiles at XLA's default level and draws floats: policy networks, a meta-DNN, MLP
@@ -128,3 +129,42 @@ def test_init_states_are_the_same_with_the_loop_emitters(bench):
         init = jax.vmap(lambda k, s=s: init_state(s, k))
         options = [{"xla_cpu_use_fusion_emitters": on, "xla_backend_optimization_level": 3} for on in (True, False)]
         assert_same_histories(*(jax.jit(init, compiler_options=o)(keys) for o in options))
+
+
+# (XLA level, CPU fusion emitters) of every registered searcher's programs, as 0.2's two hooks set them
+# (the BO loops: their generic program; their random first steps, variant 0, are checked above)
+SETTINGS = {
+    "compile_bound": ("bohb", "nasbot", "nsga2"),
+    "integer_steps": ("asha", "hyperband", "local_search", "mo_asha", "mo_regularized_evolution",
+                      "parego_local_search", "random_search", "regularized_evolution", "successive_halving"),
+}  # fmt: skip
+
+
+def test_every_searcher_keeps_its_compile_settings():
+    from nas.searchers import SEARCHERS, available_searchers
+
+    for name in available_searchers(None):
+        profile = next((p for p, names in SETTINGS.items() if name in names), "default")
+        declared = SEARCHERS[name].compile_profile  # a property where a variant decides (the BO loops, warm start)
+        assert isinstance(declared, property) or declared == profile, name
+        assert compile_policy.PROFILES[profile] == {"default": (None, None), "compile_bound": (1, None),
+                                                    "integer_steps": (1, False)}[profile]  # fmt: skip
+
+
+def test_old_hooks_warn_and_still_decide(bench, monkeypatch):
+    """0.2's ``Searcher.compiler_options()`` and a searcher class's ``xla_optimization_level`` keep working for
+    a release, each with a DeprecationWarning naming the new way; a profile nobody knows is one clear error."""
+    monkeypatch.setenv("XLA_FLAGS", "")
+    s = make_searcher("regularized_evolution", bench.space, max_queries=20)
+    with pytest.warns(DeprecationWarning, match="compile_policy.compiler_options"):
+        assert s.compiler_options() == compiler_options(s)
+    with pytest.warns(DeprecationWarning, match="compile_policy.init_compiler_options"):
+        assert s.init_compiler_options() == init_compiler_options(s)
+    remaade = make_searcher("remaade", bench.space, max_queries=20)
+    monkeypatch.setattr(type(remaade), "xla_optimization_level", 2, raising=False)
+    with pytest.warns(DeprecationWarning, match="set compile_profile"):
+        assert compiler_options(remaade) == {"xla_backend_optimization_level": 2}
+    monkeypatch.delattr(type(remaade), "xla_optimization_level")
+    monkeypatch.setattr(type(remaade), "compile_profile", "fast", raising=False)
+    with pytest.raises(ValueError, match="compile_profile is 'fast': use one of"):
+        compiler_options(remaade)

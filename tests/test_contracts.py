@@ -4,9 +4,9 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_curve
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from spaces import nb201
 from spaces.benchmarks import nb201 as nb201_tables
 from spaces.benchmarks.registry import make_benchmark

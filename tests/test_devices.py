@@ -16,8 +16,8 @@ _SCRIPT = """
 import sys, jax, numpy as np
 from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
-from nas.engine.host_loop import run_chunked
-from nas.core.searcher import make_searcher
+from nas.engine.chunked_loop import run_chunked
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(3), 4)
@@ -42,8 +42,8 @@ _GP_SCRIPT = """
 import sys, jax, numpy as np
 from nas.engine.devices import use_cpu_cores
 assert use_cpu_cores(int(sys.argv[1])) == int(sys.argv[1])
-from nas.engine.host_loop import run_chunked
-from nas.core.searcher import make_searcher
+from nas.engine.chunked_loop import run_chunked
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 bench = make_benchmark("nb201/cifar10")
 keys = jax.random.split(jax.random.PRNGKey(5), 4)

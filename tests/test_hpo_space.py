@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
+from nas.searchers import make_searcher
 from spaces.hpo import HPOSpace, categorical, floating, grid, integer, mlp_space
 from tests.searcher_settings import searcher_params
 

@@ -7,7 +7,7 @@ substitution). Meta-training refuses step sizes that diverge."""
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_options
+from nas.searchers import make_options
 from spaces import hpo
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark

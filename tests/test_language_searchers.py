@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from flax import struct
 
-from nas.core.searcher import available_searchers, make_searcher
 from nas.engine.runner import make_search
 from nas.host.objectives import is_multi_objective
+from nas.searchers import available_searchers, make_searcher
 from spaces.base import CategoricalSpace, Space
 from spaces.benchmarks.objective import Objective
 from spaces.language import LanguageSpace

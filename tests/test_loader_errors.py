@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
+from nas.searchers import make_searcher
 from spaces.benchmarks import analog_nasbench, hpolib, nasbench_graph, nb201
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from nas.core.multi_fidelity import Job
-from nas.core.searcher import available_searchers, make_searcher
 from nas.engine.multi_fidelity_runner import make_mf_search, mf_init_state, mf_run_steps
+from nas.searchers import available_searchers, make_searcher
 from nas.searchers import brackets as bk
 from nas.searchers.bohb import good_and_bad
 from nas.searchers.mf_observations import observations_init, observe

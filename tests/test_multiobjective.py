@@ -15,7 +15,6 @@ import pytest
 from configs import default
 from nas.core.hypervolume import hypervolume
 from nas.core.pareto import nondominated_mask
-from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_scores
 from nas.engine.multi_fidelity_runner import make_mf_search
 from nas.engine.runner import empty_history, make_search
@@ -23,6 +22,7 @@ from nas.experiment import pareto_report as pr
 from nas.experiment.config import ConfigError, searcher_configs
 from nas.experiment.report import clean
 from nas.experiment.run import run_experiment
+from nas.searchers import make_searcher
 from nas.searchers.nsga2 import environmental_selection
 from nas.searchers.scalarized import chebyshev_score, parego_weights
 from spaces.base import CategoricalSpace

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
+from nas.searchers import make_searcher
 from scripts.experiments.otmann_checks import exact_otmann
 from spaces.benchmarks.hpolib import SPACE as HPOLIB
 from spaces.benchmarks.registry import make_benchmark

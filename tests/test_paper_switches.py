@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from nas.core.dedup import seen_init
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from nas.searchers.candidates import acquisition_candidates
 from nas.searchers.warm_start import warm_started
 from spaces import nb101, nb201

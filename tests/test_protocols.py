@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
 from nas.experiment.config import ConfigError, build_benchmark, validate_config
+from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.protocols import ProtocolError
 from spaces.benchmarks.tabular import TabularBenchmark

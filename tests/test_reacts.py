@@ -13,7 +13,7 @@ import numpy as np
 import optax
 import pytest
 
-from nas.core.searcher import make_searcher
+from nas.searchers import make_searcher
 from spaces import nb201
 from surrogates.mlp_ensemble import fit_ensemble, init_ensemble
 

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import init_state, run_steps
+from nas.searchers import make_searcher
 from nas.searchers.policy_gradient import pg_objective
 from policies.orderings import make_orderings
 from spaces import nb201

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from nas.core.searcher import available_searchers
+from nas.searchers import available_searchers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.slow  # resume across processes: deselected by pytest -m "not slow"
@@ -18,7 +18,7 @@ import sys
 from configs import default
 from nas.experiment.run import run_experiment
 from nas.experiment.config import searcher_configs
-from nas.core.searcher import available_searchers
+from nas.searchers import available_searchers
 from tests.searcher_settings import cheap_options
 from tests.test_resume import RESUME_OPTIONS, group_names
 

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from configs import default
-from nas.core.searcher import make_searcher
-from nas.engine.host_loop import auto_chunk_steps, run_chunked
+from nas.engine.chunked_loop import auto_chunk_steps, run_chunked
 from nas.engine.incumbent import incumbent_curve, incumbent_scores
 from nas.engine.runner import make_run, make_search
 from nas.experiment import config as experiment_config
 from nas.experiment import run as experiment
 from nas.experiment.report import query_points
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import append_line_atomic
 from tests.test_searchers import build, replay_local_search
@@ -51,7 +51,7 @@ def test_same_seed_same_numbers_and_vmap_equals_single():
     np.testing.assert_array_equal(np.asarray(a.score), np.asarray(many.score[1]))
 
 
-def test_chunked_host_loop_equals_one_scan():
+def test_chunked_loop_equals_one_scan():
     # the resume test's searcher, seeds and chunk program (compiled once with a compilation cache)
     config = small_config()
     s = experiment_config.build_searcher(config, "regularized_evolution", bench().space)
@@ -144,19 +144,19 @@ def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
 def test_checkpoints_follow_the_clock_and_an_early_stop(tmp_path, monkeypatch):
     """A checkpoint after a chunk once CHECKPOINT_EVERY_S seconds have passed since the last one, never
     after the last chunk (its state becomes the history), and always when max_chunks stops the run."""
-    from nas.engine import host_loop
+    from nas.engine import chunked_loop
 
     saved = []
-    monkeypatch.setattr(host_loop, "save_checkpoint", lambda path, state, fp: saved.append(int(state.step[0])))
+    monkeypatch.setattr(chunked_loop, "save_checkpoint", lambda path, state, fp: saved.append(int(state.step[0])))
     s = make_searcher("random_search", bench().space, max_queries=8)
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     ckpt = str(tmp_path / "c.npz")
     run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False)
     assert saved == []  # a short run: no checkpoint at all
-    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(chunked_loop, "CHECKPOINT_EVERY_S", 0.0)
     run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False)
     assert saved == [2, 4, 6]  # every chunk but the last
     saved.clear()
-    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 1e9)
+    monkeypatch.setattr(chunked_loop, "CHECKPOINT_EVERY_S", 1e9)
     assert run_chunked(s, bench(), keys, chunk_steps=2, ckpt_path=ckpt, progress=False, max_chunks=3) is None
     assert saved == [6]  # the early stop keeps its progress

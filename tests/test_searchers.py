@@ -13,8 +13,8 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import available_searchers, make_searcher
 from nas.engine.runner import INIT_FOLD, make_search, told_scores
+from nas.searchers import available_searchers, make_searcher
 from spaces.benchmarks.registry import make_benchmark
 from tests.searcher_settings import cheap_options, searcher_params
 

@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark
 

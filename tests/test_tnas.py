@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from spaces import hpo, nb101
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from configs import hpobench_tnas, hpolib_tnas, mlp_tnas, nasbench_graph_tnas
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
 from nas.experiment import cli
 from nas.experiment.tnas_settings import settings
+from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
 from spaces.benchmarks import nasbench_graph
 from spaces.benchmarks.hpobench import SPACE as HPOBENCH_SPACE

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from nas.core.dedup import EMPTY, PAD, count_repeats, fill_unique, seen_add, seen_contains, seen_init
-from nas.core.searcher import make_searcher
 from nas.core.unseen_draw import decode, draw_distinct_ids, draw_unseen, exact, first_draws, kth_unseen
 from nas.engine.runner import make_search
+from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
 from spaces.hpo import mlp_space
 from spaces.nb101 import NB101Space

@@ -1,11 +1,10 @@
-"""Never spend a query twice: a fixed-capacity set of queried string ids.
+"""Never spend a query twice: new strings from any proposal, and the repeats of a run counted.
 
-``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells,
-strings that differ only in inactive tokens) to one int32 id. ``Seen`` stores
-the ids queried so far, sorted, in a fixed-size array (capacity = the query
-budget), so membership is a vectorized compare that compiles once. ``fill_unique`` draws
-candidates from any proposal until it has ``n`` valid strings that are new (not
-seen, and distinct from each other), with uniform samples as a fallback.
+The queried ids are a ``Seen`` set (``nas.core.seen_set``: sorted, fixed capacity; its names are
+re-exported here). ``fill_unique`` draws candidates from any proposal until it has ``n`` valid strings
+that are new (not seen, and distinct from each other), with uniform samples as a fallback, or exact
+uniform draws of new strings where a space allows them (``exact_fallback``). ``count_repeats`` checks a
+finished run.
 """
 
 from __future__ import annotations
@@ -15,82 +14,44 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from nas.core.seen_set import (
+    EMPTY,
+    PAD,
+    Seen,
+    draw_unseen,
+    exact,
+    first_occurrence,
+    pack_first,
+    pack_slots,
+    rank_among,
+    seen_add,
+    seen_contains,
+    seen_init,
+    seen_insert,
+)
 from spaces.base import Space
 
+__all__ = [
+    "EMPTY",
+    "FALLBACK_POOL",
+    "FALLBACK_ROUNDS",
+    "PAD",
+    "Seen",
+    "count_repeats",
+    "fill_unique",
+    "fill_unique_aux",
+    "first_occurrence",
+    "pack_first",
+    "pack_slots",
+    "rank_among",
+    "seen_add",
+    "seen_contains",
+    "seen_init",
+    "seen_insert",
+]
+
 FALLBACK_ROUNDS, FALLBACK_POOL = 32, 64  # uniform rounds when a proposal runs dry (see fill_unique)
-EMPTY = -2  # never a string id (invalid strings are -1); seen_add skips it. A plain int: importing starts no backend
-PAD = int(np.iinfo(np.int32).max)  # the unused tail of Seen.ids (sorts after every id)
-
-
-@struct.dataclass
-class Seen:
-    """The queried ids, kept sorted: ``ids[:count]`` ascending and distinct (``-1``, an invalid string, first
-    when present), ``PAD`` after them. Sorted ids let ``nas.core.unseen_draw`` map a uniform integer to the
-    ``r``-th unqueried id with one compare."""
-
-    ids: jax.Array  # int32[C]
-    count: jax.Array  # int32[]
-
-
-def seen_init(capacity: int) -> Seen:
-    return Seen(ids=jnp.full((capacity,), PAD, jnp.int32), count=jnp.int32(0))
-
-
-def seen_contains(seen: Seen, ids: jax.Array) -> jax.Array:
-    """bool[...] for each id in ``ids``."""
-    return jnp.any(ids[..., None] == seen.ids, axis=-1)
-
-
-def seen_insert(seen: Seen, new_id: jax.Array) -> Seen:
-    """``seen`` with one id inserted in order (elementwise: a shift, no gather or scatter); ``EMPTY``, an id
-    already present, or an id past the capacity is skipped."""
-    new_id = new_id.astype(jnp.int32)
-    less = seen.ids < new_id
-    keep = (new_id != EMPTY) & ~jnp.any(seen.ids == new_id) & (seen.count < seen.ids.shape[0])
-    at_or_after = jnp.concatenate([jnp.ones((1,), bool), less[:-1]])  # slot j follows every smaller id
-    shifted = jnp.concatenate([new_id[None], seen.ids[:-1]])
-    ids = jnp.where(less, seen.ids, jnp.where(at_or_after, new_id, shifted))
-    return Seen(ids=jnp.where(keep, ids, seen.ids), count=seen.count + keep.astype(jnp.int32))
-
-
-def seen_add(seen: Seen, ids: jax.Array) -> Seen:
-    """Inserts each id of int32[B] (``seen_insert``): ``EMPTY`` and repeats are skipped, ids past the capacity
-    dropped."""
-    if ids.shape[0] > 4:  # a loop keeps the program small for large batches
-        seen, _ = jax.lax.scan(lambda c, x: (seen_insert(c, x), None), seen, ids)
-        return seen
-    for i in range(ids.shape[0]):
-        seen = seen_insert(seen, ids[i])
-    return seen
-
-
-def rank_among(mask: jax.Array) -> jax.Array:
-    """int32[M]: how many rows before row ``i`` have ``mask`` (the rank of a masked row among them)."""
-    return jnp.cumsum(mask.astype(jnp.int32)) - 1
-
-
-def pack_slots(ok: jax.Array, n: int, start: jax.Array | int = 0) -> jax.Array:
-    """Slot of each row when the rows with ``ok`` are packed, in order, into slots ``start, start+1, ...``
-    of an ``n``-row buffer; rows without ``ok`` or past the end get slot ``n`` (``.at[...].set(mode="drop")``
-    drops them)."""
-    slot = start + rank_among(ok)
-    return jnp.where(ok & (slot < n), slot, n)
-
-
-def pack_first(ok: jax.Array, n: int, *arrays: jax.Array, fill=0) -> tuple[list[jax.Array], jax.Array]:
-    """The first ``n`` rows with ``ok`` of each array (in order; ``fill`` after them) and bool[n] "filled"."""
-    slot = pack_slots(ok, n)
-    out = [jnp.full((n,) + a.shape[1:], fill, a.dtype).at[slot].set(a, mode="drop") for a in arrays]
-    return out, jnp.arange(n) < jnp.sum(ok)
-
-
-def first_occurrence(ids: jax.Array) -> jax.Array:
-    """bool[M]: ``ids[i]`` does not occur at any ``j < i``."""
-    m = ids.shape[0]
-    earlier = jnp.tril(jnp.ones((m, m), bool), k=-1)
-    return ~jnp.any((ids[:, None] == ids[None, :]) & earlier, axis=1)
 
 
 def fill_unique(
@@ -152,8 +113,6 @@ def fill_unique_aux(
     )
     key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds)
     fresh = jnp.arange(n) < filled
-    from nas.core.unseen_draw import draw_unseen, exact
-
     if exact_fallback and exact(space):
         extra, _ = draw_unseen(jax.random.fold_in(key, 1), space, seen_add(seen, out_ids), n)
         rest = extra[jnp.clip(jnp.arange(n) - filled, 0, n - 1)]

@@ -28,7 +28,7 @@ where ``pred`` is False. Their default selects between the new and the old state
 state; a searcher whose ask and tell write a few entries of a large state masks those writes instead
 (ASHA), so a step costs no pass over what it does not touch.
 
-Options are the searcher's identity, as for every searcher (``nas.core.searcher``); ``fidelities``
+Options are the searcher's identity, as for every searcher (``nas.core.options``); ``fidelities``
 are the objective's budgets, filled in from the objective by the experiment layer, so that the
 searcher's brackets and rungs are static shapes.
 """
@@ -43,7 +43,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.searcher import OptionError, Searcher, SearcherOptions, positive
+from nas.core.contract import Searcher
+from nas.core.options import OptionError, SearcherOptions, positive
 
 
 @struct.dataclass

@@ -1,6 +1,6 @@
 """What every multi-objective searcher shares: the ``num_objectives`` option and the told vector.
 
-A multi-objective searcher is told ``scores`` f32[B, M], every column to maximize (``nas.core.searcher``;
+A multi-objective searcher is told ``scores`` f32[B, M], every column to maximize (``nas.core.contract``;
 the runner builds ``[valid, -latency, ...]`` with ``spaces.benchmarks.metrics.objective_vector``, a host
 study from a user's values and directions). ``-inf`` in a row marks a failed evaluation. The Pareto
 machinery (``nas.core.pareto``) minimizes, so searchers hand it ``losses(scores) = -scores``.
@@ -13,7 +13,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from nas.core.searcher import SearcherOptions
+from nas.core.options import SearcherOptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The compiled programs of a process: an LRU of jitted programs, compiled ahead, several at a time.
 
-A run compiles its programs (an init program and one per distinct chunk shape, ``nas.engine.host_loop``)
+A run compiles its programs (an init program and one per distinct chunk shape, ``nas.engine.chunked_loop``)
 before their first call: ``jit(f).lower(*args).compile()`` fills JAX's caches, so the call that follows
 neither traces nor compiles again (``tests/test_compile_once.py`` counts one compile per program). The
 arguments may be abstract (``jax.ShapeDtypeStruct`` with the sharding of the array that will come), so a
@@ -39,13 +39,13 @@ MAX_THREADS = 4
 THREADS_ENV = "NASJAX_COMPILE_THREADS"
 _PROGRAMS: collections.OrderedDict = collections.OrderedDict()  # (searcher, what, length) -> jitted fn
 _COMPILED: set = set()  # (program id, argument tree, argument shapes) compiled ahead
-bar_open = [False]  # a progress bar is drawn on stderr's current line (host_loop.show_progress)
+bar_open = [False]  # a progress bar is drawn on stderr's current line (chunked_loop.show_progress)
 
 
 def compiled(searcher, what, length: int, make: Callable[[], Callable]) -> Callable:
     """The jitted program ``make()`` for ``(searcher, what, length)``, cached (LRU) across calls.
 
-    Searchers compare by class, space and options (``nas.core.searcher``), so a new
+    Searchers compare by class, space and options (``nas.core.contract``), so a new
     searcher object with the same options reuses the compiled program.
     """
     trim_after_compiles()  # the compiler's freed heap does not add to the run's peak memory

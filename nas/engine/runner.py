@@ -3,7 +3,7 @@
 ``make_search(searcher) -> run(key, objective) -> History`` scans
 ask -> query -> tell until the searcher's query budget is spent. Step ``t``
 uses keys derived with ``jax.random.fold_in(key, t)``, so a run split into
-chunks (the host loop in ``nas.engine.host_loop``) gives exactly the same numbers as
+chunks (the host loop in ``nas.engine.chunked_loop``) gives exactly the same numbers as
 one uninterrupted scan.
 
 The objective (a table or a training task: ``query(key, tokens[B, N]) ->
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.searcher import Searcher
+from nas.core.contract import Searcher
 from spaces.benchmarks.metrics import missing_metrics, objective_vector
 
 INIT_FOLD = 0x7FFFFFFF  # init key = fold_in(key, INIT_FOLD); step t uses fold_in(key, t)
@@ -176,7 +176,7 @@ def make_run(searcher: Searcher, objective):
 
     Many seeds: ``jax.jit(jax.vmap(make_run(s, b)))(keys)``. Closing over a
     table bakes it into the program as a constant: fine for small tables; for
-    large ones (NAS-Bench-101) use ``make_search`` / ``nas.engine.host_loop``, which
+    large ones (NAS-Bench-101) use ``make_search`` / ``nas.engine.chunked_loop``, which
     pass the objective as an argument.
     """
     search = make_search(searcher)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from absl import app, flags
 
-from nas.core.searcher import OptionError
+from nas.core.options import OptionError
 from nas.engine import devices
 from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError

@@ -22,7 +22,7 @@ import numpy as np
 
 from nas.core import pareto
 from nas.core.multi_objective import MultiObjectiveOptions
-from nas.core.searcher import available_searchers, searcher_class
+from nas.searchers import available_searchers, searcher_class
 from spaces.benchmarks.metrics import DIRECTIONS
 
 

@@ -5,10 +5,11 @@ jittable methods that depend on its shape alone, so every Study on a space of th
 searcher on one shared space (``program_space``) and reuses its compiled programs
 (``nas.engine.program_cache.compiled``).
 
-Searchers whose steps are gathers and compares (those that set ``xla_optimization_level``: random
-search, regularized evolution, local search) compile their Study programs at XLA's level 0 with the
-emitters their chunk programs use (the loop emitters on a CPU): the README's example's batch-of-4
-``ask`` compiled in 1.7 s instead of 3.2 s with the fusion emitters, and proposes the same strings.
+Searchers whose steps are gathers and compares (a light ``compile_profile``: random search, regularized
+evolution, local search; ``nas.engine.compile_policy.study_compiler_options``) compile their Study
+programs at XLA's level 0 with the emitters their chunk programs use (the loop emitters on a CPU): the
+README's example's batch-of-4 ``ask`` compiled in 1.7 s instead of 3.2 s with the fusion emitters, and
+proposes the same strings.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import functools
 
 import jax
 
-from nas.core.searcher import Searcher
+from nas.core.contract import Searcher
+from nas.engine.compile_policy import study_compiler_options
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import compiled
 from nas.engine.runner import INIT_FOLD
@@ -47,13 +49,7 @@ def study_programs(searcher: Searcher) -> tuple:
     searcher (``nas.engine.program_cache.compiled``). The step keys are derived inside ``ask``, as
     ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
     default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
-    light = searcher.xla_optimization_level is not None  # gather/compare-bound steps (module docstring)
-    opts = (
-        {**(searcher.compiler_options() or {}), "xla_backend_optimization_level": 0}
-        if light
-        else searcher.compiler_options()
-    )
-    init_opts = {**(opts or {}), "xla_backend_optimization_level": 0}  # init runs once
+    opts, init_opts = study_compiler_options(searcher)  # level 0 for gather/compare-bound steps; init runs once
 
     def init(key):
         return searcher.init(jax.random.fold_in(key, INIT_FOLD))

@@ -100,7 +100,7 @@ class Pruner:
     searcher = ""  # the compiled searcher whose rungs this pruner uses
 
     def __init__(self, fidelities, eta: float = 3.0, min_budget: float = 0.0, max_budget: float = 0.0, **options):
-        from nas.core.searcher import make_searcher  # the registry, only when a pruner is built
+        from nas.searchers import make_searcher  # the registry, only when a pruner is built
 
         if not fidelities:
             raise ValueError(f"a {self.name} pruner needs fidelities: the budgets (steps, epochs) its rungs may sit at")

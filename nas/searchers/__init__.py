@@ -1,6 +1,21 @@
-"""Built-in searchers; importing this package registers them all."""
+"""The built-in searchers and the full registry: importing this package registers them all.
 
-from nas.searchers import (  # noqa: F401
+Read the registry from here (``from nas.searchers import make_searcher, available_searchers``): the
+functions are ``nas.core.registry``'s, re-exported after every built-in searcher module has registered
+its class. A searcher module imports ``nas.core.registry`` (never this package), so there is no cycle.
+"""
+
+from nas.core.registry import (
+    SEARCHERS,
+    available_searchers,
+    check_option_names,
+    make_options,
+    make_searcher,
+    register,
+    searcher_class,
+    searcher_options,
+)
+from nas.searchers import (  # noqa: F401  (each module registers its searchers on import)
     alphax,
     asha,
     bananas,
@@ -23,3 +38,14 @@ from nas.searchers import (  # noqa: F401
     tnas,
     warm_start,
 )
+
+__all__ = [
+    "SEARCHERS",
+    "available_searchers",
+    "check_option_names",
+    "make_options",
+    "make_searcher",
+    "register",
+    "searcher_class",
+    "searcher_options",
+]

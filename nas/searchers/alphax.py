@@ -37,7 +37,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import Seen
-from nas.core.searcher import feature_kind, positive, register
+from nas.core.options import feature_kind, positive
+from nas.core.registry import register
 from nas.searchers.mcts import MCTS, MCTSOptions, allowed_values
 from surrogates import meta_dnn
 

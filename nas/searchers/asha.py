@@ -34,7 +34,7 @@ from flax import struct
 
 from nas.core.dedup import EMPTY, Seen, seen_init, seen_insert
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers import brackets as bk
 from nas.searchers.mf_observations import draw_candidate, first_max, first_true
 
@@ -72,8 +72,8 @@ class ASHA(MultiFidelitySearcher):
     """Asynchronous successive halving with W workers (``workers``)."""
 
     Options = ASHAOptions
-    xla_optimization_level = 1  # compile-bound; rungs are gathers, compares and sums: the same histories
-    cpu_fusion_emitters = False  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
+    # compile-bound; rungs are gathers, compares and sums: the same histories with the loop emitters
+    compile_profile = "integer_steps"  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
 
     def setup(self):
         super().setup()

@@ -27,7 +27,8 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from nas.core.searcher import one_of, positive, register
+from nas.core.options import one_of, positive
+from nas.core.registry import register
 from nas.searchers.bo import BOOptions, BOSearcher
 from surrogates.mlp_ensemble import (
     MLPEnsembleConfig,

@@ -43,8 +43,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, feature_kind, one_of, positive
+from nas.core.options import SearcherOptions, feature_kind, one_of, positive
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
@@ -124,17 +125,13 @@ class BOSearcher(Searcher):
     PREFERRED_ENCODINGS = ("path", "ordinal", "onehot")  # "ordinal": order-aware HPO spaces (spaces.ordinal)
     # The random first steps (variant 0) draw unqueried strings and fill the buffers: gathers, compares
     # and integer arithmetic, which compile like random search's steps (XLA level 1 and the loop emitters,
-    # nas.core.searcher's hooks) for the same numbers. A subclass whose random steps compute in floats
+    # nas.engine.compile_policy) for the same numbers. A subclass whose random steps compute in floats
     # (NASBOT's tell, ParEGO's scalarization) keeps False.
     random_steps_light: ClassVar[bool] = False
 
     @property
-    def xla_optimization_level(self) -> int | None:
-        return 1 if self.random_steps_light and self.variant == 0 else None
-
-    @property
-    def cpu_fusion_emitters(self) -> bool | None:
-        return False if self.random_steps_light and self.variant == 0 else None
+    def compile_profile(self) -> str:
+        return "integer_steps" if self.random_steps_light and self.variant == 0 else "default"
 
     def setup(self):
         self.encoding = feature_kind(self.space, self.options.encoding, self.PREFERRED_ENCODINGS)

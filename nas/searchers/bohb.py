@@ -33,7 +33,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.dedup import seen_contains, seen_insert
-from nas.core.searcher import positive, register
+from nas.core.options import positive
+from nas.core.registry import register
 from nas.searchers.candidates import first_in_order
 from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe
 from nas.searchers.successive_halving import BracketOptions, Hyperband
@@ -99,7 +100,7 @@ class BOHB(Hyperband):
     """Hyperband's brackets with KDE-sampled new configurations."""
 
     Options = BOHBOptions
-    cpu_fusion_emitters = None  # its KDE's exp and log: XLA's default emitters (nas.core.searcher hooks)
+    compile_profile = "compile_bound"  # its KDE's exp and log: XLA's default emitters (nas.engine.compile_policy)
 
     def setup(self):
         super().setup()

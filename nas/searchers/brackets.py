@@ -41,7 +41,7 @@ import dataclasses
 import math
 
 from nas.core.multi_fidelity import MultiFidelityOptions
-from nas.core.searcher import one_of
+from nas.core.options import one_of
 
 Rung = tuple[int, int]  # (fidelity index, configurations evaluated there)
 Bracket = tuple[Rung, ...]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers.bo import BOOptions, BOSearcher
 
 

@@ -36,8 +36,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.options import SearcherOptions, positive
+from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
 
 INIT, CLIMB = 0, 1  # phases
@@ -79,8 +81,8 @@ class LocalSearch(Searcher):
     """Hill climbing over ``space.neighbors`` with random restarts."""
 
     Options = LocalSearchOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
-    cpu_fusion_emitters = False  # the same histories, about 40 % less compile on a CPU (the hooks)
+    # compile-bound at XLA's default level; the loop emitters: the same histories, about 40 % less compile
+    compile_profile = "integer_steps"  # (nas.engine.compile_policy)
 
     def setup(self):
         probe = jax.ShapeDtypeStruct((self.space.num_tokens,), jnp.int32)  # shapes only: nothing to compile

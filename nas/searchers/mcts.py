@@ -31,8 +31,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, one_of, positive, register
+from nas.core.options import SearcherOptions, one_of, positive
+from nas.core.registry import register
 
 
 @dataclasses.dataclass(frozen=True)

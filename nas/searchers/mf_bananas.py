@@ -35,7 +35,8 @@ import numpy as np
 from flax import struct
 
 from nas.core.dedup import seen_contains, seen_insert
-from nas.core.searcher import feature_kind, one_of, positive, register
+from nas.core.options import feature_kind, one_of, positive
+from nas.core.registry import register
 from nas.searchers import brackets as bk
 from nas.searchers.bananas import EnsembleOptions, ensemble_config
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing
@@ -93,8 +94,7 @@ class MFBananas(BracketSearcher):
     """BANANAS' ensemble proposing (and, variant b, promoting) within successive-halving brackets."""
 
     Options = MFBananasOptions
-    xla_optimization_level = None  # its ensemble's fits depend on the level (tests/mf_golden.py)
-    cpu_fusion_emitters = None  # trains a network: XLA's default emitters (nas.core.searcher hooks)
+    compile_profile = "default"  # trains a network: its ensemble's fits depend on the level (tests/mf_golden.py)
 
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":

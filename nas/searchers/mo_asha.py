@@ -36,7 +36,7 @@ from flax import struct
 
 from nas.core.multi_objective import MultiObjectiveOptions, losses
 from nas.core.pareto import crowding_distance, insert_front_ranks
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers.asha import ASHA, ASHAOptions, ASHAState
 
 

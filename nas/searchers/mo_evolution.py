@@ -25,7 +25,7 @@ from flax import struct
 
 from nas.core.multi_objective import MultiObjectiveOptions, check_scores, losses
 from nas.core.pareto import nsga2_priority
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers.regularized_evolution import EvolutionState, RegularizedEvolution, RegularizedEvolutionOptions
 
 

@@ -39,7 +39,8 @@ import numpy as np
 from flax import struct
 
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
-from nas.core.searcher import SearcherOptions, one_of, positive, register
+from nas.core.options import SearcherOptions, one_of, positive
+from nas.core.registry import register
 from nas.searchers.bo import BOSearcher, check_initial_design
 from nas.searchers.candidates import fill_missing, first_in_order, mutate_edits
 from surrogates.acquisition import acquisition_scores
@@ -105,7 +106,7 @@ class NASBOT(BOSearcher):
     """GP with the OTMANN kernel, EI maximized by an evolutionary algorithm (module docstring)."""
 
     Options = NasbotOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
+    compile_profile = "compile_bound"  # every program, its random steps too (nas.engine.compile_policy)
 
     def setup(self):
         self.reader = network_reader(self.space)

@@ -33,10 +33,12 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
 from nas.core.multi_objective import MultiObjectiveOptions, check_scores, losses
+from nas.core.options import positive
 from nas.core.pareto import crowded_better, nsga2_order, nsga2_priority
-from nas.core.searcher import Searcher, positive, register
+from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
 
 
@@ -101,7 +103,7 @@ class NSGA2(Searcher):
     """Deb et al.'s NSGA-II on token strings (module docstring)."""
 
     Options = NSGA2Options
-    xla_optimization_level = 1  # compare- and gather-bound, like regularized evolution
+    compile_profile = "compile_bound"  # compare- and gather-bound, like regularized evolution
 
     def init(self, key):
         del key

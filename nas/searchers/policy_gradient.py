@@ -71,9 +71,10 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, one_of, positive
-from policies.base import make_policy
+from nas.core.options import SearcherOptions, one_of, positive
+from policies import make_policy
 from policies.orderings import make_orderings
 
 PPO_OBJECTIVES = ("schulman", "literal")

@@ -19,8 +19,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, fill_unique, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.options import SearcherOptions, positive
+from nas.core.registry import register
 from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact
 
 
@@ -50,8 +52,8 @@ class RandomSearch(Searcher):
     """Uniform samples over valid strings, skipping strings already queried."""
 
     Options = RandomSearchOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
-    cpu_fusion_emitters = False  # the same histories, about 40 % less compile on a CPU (the hooks)
+    # compile-bound at XLA's default level; the loop emitters: the same histories, about 40 % less compile
+    compile_profile = "integer_steps"  # (nas.engine.compile_policy)
 
     def setup(self):
         self.grid_rows = exact(self.space)  # grid rows, or configurations listed (ranks drawn as integers)

@@ -46,7 +46,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from nas.core.searcher import positive, register
+from nas.core.options import positive
+from nas.core.registry import register
 from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions
 from policies.orderings import unpermute
 from surrogates.mlp_ensemble import MLPEnsembleConfig, fit_ensemble, init_ensemble, predict_ensemble

@@ -39,8 +39,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, positive, register
+from nas.core.options import SearcherOptions, positive
+from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
 
 
@@ -87,8 +89,8 @@ class RegularizedEvolution(Searcher):
     """Aging evolution with tournament selection (Real et al. 2019, Alg. 1)."""
 
     Options = RegularizedEvolutionOptions
-    xla_optimization_level = 1  # compile-bound at the default level (nas.core.searcher hooks)
-    cpu_fusion_emitters = False  # the same histories, about 40 % less compile on a CPU (the hooks)
+    # compile-bound at XLA's default level; the loop emitters: the same histories, about 40 % less compile
+    compile_profile = "integer_steps"  # (nas.engine.compile_policy)
 
     @property
     def num_init(self) -> int:

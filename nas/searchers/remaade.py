@@ -31,7 +31,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers.policy_gradient import PolicySearcher, PolicySearchOptions, ema_baseline
 
 

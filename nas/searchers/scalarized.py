@@ -36,7 +36,7 @@ import numpy as np
 from flax import struct
 
 from nas.core.multi_objective import MultiObjectiveOptions, check_scores
-from nas.core.searcher import register
+from nas.core.registry import register
 from nas.searchers.bananas import Bananas, BananasOptions
 from nas.searchers.bo import BOState
 from nas.searchers.local_search import LocalSearch, LocalSearchOptions, LocalSearchState

@@ -25,8 +25,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, feature_kind, positive, register
+from nas.core.options import SearcherOptions, feature_kind, positive
+from nas.core.registry import register
 from surrogates.ridge import fit_ridge, predict_ridge
 
 

@@ -39,7 +39,8 @@ from flax import struct
 
 from nas.core.dedup import Seen, seen_init
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
-from nas.core.searcher import one_of, register
+from nas.core.options import one_of
+from nas.core.registry import register
 from nas.searchers import brackets as bk
 from nas.searchers.mf_observations import draw_new, run_if
 
@@ -82,8 +83,8 @@ class BracketSearcher(MultiFidelitySearcher):
     """Synchronous successive-halving brackets; subclasses give ``make_brackets``."""
 
     Options = BracketOptions
-    xla_optimization_level = 1  # compile-bound; rungs are gathers, compares and sums: the same histories
-    cpu_fusion_emitters = False  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
+    # compile-bound; rungs are gathers, compares and sums: the same histories with the loop emitters
+    compile_profile = "integer_steps"  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
 
     def make_brackets(self, ladder: tuple[int, ...]) -> tuple[bk.Bracket, ...]:
         raise NotImplementedError

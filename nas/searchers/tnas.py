@@ -44,8 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, one_of, positive, register
+from nas.core.options import SearcherOptions, one_of, positive
+from nas.core.registry import register
 from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores

@@ -28,8 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
-from nas.core.searcher import Searcher, SearcherOptions, make_options, positive, register, searcher_class
+from nas.core.options import SearcherOptions, positive
+from nas.core.registry import make_options, register, searcher_class
 from nas.searchers.candidates import fill_missing
 
 
@@ -144,12 +146,8 @@ class WarmStart(Searcher):
         return self.inner.splits_over_devices
 
     @property
-    def xla_optimization_level(self) -> int | None:
-        return self.inner.xla_optimization_level
-
-    @property
-    def cpu_fusion_emitters(self) -> bool | None:
-        return self.inner.cpu_fusion_emitters
+    def compile_profile(self) -> str:
+        return self.inner.compile_profile
 
     def breakpoints(self) -> list[int]:
         return self.inner.breakpoints()

@@ -4,7 +4,7 @@
     python -m scripts.bench.bench_bo --searchers=nasbot --seeds=100 --repeats=1
     python -m scripts.bench.bench_bo --searchers=bananas,gp_bo --cpu_devices=1 --repeats=1
 
-Each searcher runs ``nas.engine.host_loop.run_chunked`` (compiled chunks cut at the padded-data
+Each searcher runs ``nas.engine.chunked_loop.run_chunked`` (compiled chunks cut at the padded-data
 buckets, seeds split over the devices as ``nas.engine.devices.shard_keys`` decides) ``--repeats`` times
 with new seeds each time: the first run includes compilation (or loading compiled programs from
 ``JAX_COMPILATION_CACHE_DIR``), later ones reuse the compiled programs. Prints per run: wall
@@ -48,9 +48,9 @@ def _peak_mb() -> float:
 
 
 def bench_one(name: str, bench, stats: CompileStats) -> list[dict]:
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import chunk_bounds, run_chunked
+    from nas.engine.chunked_loop import chunk_bounds, run_chunked
     from nas.engine.incumbent import incumbent_curve
+    from nas.searchers import make_searcher
 
     opts = json.loads(_OPTIONS.value)
     if _EPOCHS.value and name == "bananas":

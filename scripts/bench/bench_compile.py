@@ -8,7 +8,7 @@
 
 Each searcher runs in a fresh child process with an empty persistent compilation cache (a new temporary
 folder, kept as ``scripts.train`` keeps its cache: programs slower than 0.05 s to compile are written to it),
-as ``scripts.train`` runs it: ``nas.engine.host_loop.run_chunked`` over ``--seeds`` seeds on NAS-Bench-201
+as ``scripts.train`` runs it: ``nas.engine.chunked_loop.run_chunked`` over ``--seeds`` seeds on NAS-Bench-201
 cifar10, the seeds split over one JAX device per core. The programs' shapes do not depend on the seed count
 beyond their leading axis, so 20 seeds compile as 500 do. Its options are the searcher's defaults with the
 budget of the config that runs it (150 queries; the multi-fidelity searchers: 100 full trainings at 12 and
@@ -159,7 +159,7 @@ def run_metrics(name: str, bench_name: str) -> tuple[str, ...]:
 
 def run_options(name: str, bench) -> dict:
     from configs.multiobjective import MULTI_OBJECTIVE
-    from nas.core.searcher import searcher_class
+    from nas.searchers import searcher_class
 
     mo = {k: v for k, v in MULTI_OBJECTIVE.get(name, {}).items() if k != "name"}  # that config's settings
     opts = {**mo, **RUN_OPTIONS.get(name, {})}
@@ -180,17 +180,17 @@ def measure(name: str, bench_name: str) -> dict:
     cache = tempfile.mkdtemp(prefix="bench_compile_cache_")
     atexit.register(shutil.rmtree, cache, ignore_errors=True)  # the empty cache this process filled
     enable_compilation_cache(cache)
-    from nas.core.searcher import make_searcher
-    from nas.engine import host_loop, program_cache
+    from nas.engine import chunked_loop, compile_policy, program_cache
+    from nas.searchers import make_searcher
     from scripts.bench.compile_stats import CompileStats
 
     bench = load_benchmark(bench_name)
     opts = run_options(name, bench)
     searcher = make_searcher(name, bench.space, **opts)
     metrics = run_metrics(name, bench_name)
-    if _XLA.value:  # the chunk programs' options (host_loop: the init program then compiles at level 0)
+    if _XLA.value:  # the chunk programs' options (chunked_loop: the init program then compiles at level 0)
         xla = {k: option_value(v) for k, v in (o.split("=", 1) for o in _XLA.value)}
-        type(searcher).compiler_options = lambda self: dict(xla)
+        compile_policy.compiler_options = lambda _searcher: dict(xla)
     keys = jax.random.split(jax.random.PRNGKey(0), _SEEDS.value)
     phases, stats = Phases(), CompileStats()
 
@@ -213,7 +213,7 @@ def measure(name: str, bench_name: str) -> dict:
     c0, t0, n0 = time.process_time(), time.perf_counter(), stats.snapshot()
     if _TOGETHER.value:  # as a run compiles: every program at once, in threads (nas.engine.program_cache)
         before = len(program_cache._COMPILED)
-        host_loop.compile_runs({name: (searcher, bench)}, keys, metrics=metrics, notice=False)
+        chunked_loop.compile_runs({name: (searcher, bench)}, keys, metrics=metrics, notice=False)
         count = len(program_cache._COMPILED) - before
         phases.programs.append({
             "program": f"{count} programs together", "count": count, "eqns": 0,
@@ -221,8 +221,8 @@ def measure(name: str, bench_name: str) -> dict:
             "trace_wall": 0.0, "lower_wall": 0.0, "compile_wall": time.perf_counter() - t0,
         })  # fmt: skip
     else:
-        host_loop.compile_ahead = compile_ahead  # a fresh run compiles its init and chunk programs through it
-    h = host_loop.run_chunked(searcher, bench, keys, progress=False, metrics=metrics)
+        chunked_loop.compile_ahead = compile_ahead  # a fresh run compiles its init and chunk programs through it
+    h = chunked_loop.run_chunked(searcher, bench, keys, progress=False, metrics=metrics)
     jax.block_until_ready(h.score)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     count, secs, hits = (a - b for a, b in zip(stats.snapshot(), n0))
@@ -266,8 +266,8 @@ def main(argv):
     if _CHILD.value:
         print("RESULT " + json.dumps(measure(_CHILD.value, _BENCH.value[0])), flush=True)
         return 0
-    from nas.core.searcher import available_searchers, searcher_class
     from nas.host.objectives import is_multi_objective
+    from nas.searchers import available_searchers, searcher_class
     from scripts.bench.small_tables import SMALL_TABLES
 
     names = _SEARCHERS.value or available_searchers(multi_fidelity=None)

@@ -55,11 +55,12 @@ def final_test_error(bench, fidelity, score, report_score) -> float:
 
 def time_ours(name: str, bench, keys, q: int, w: int) -> dict:
     """Compile and run ``name`` on ``len(keys)`` seeds in one call: times, memory, final test error."""
-    from nas.core.searcher import make_searcher
+    from nas.engine.compile_policy import compiler_options
     from nas.engine.multi_fidelity_runner import make_mf_search
+    from nas.searchers import make_searcher
 
     searcher = make_searcher(name, bench.space, fidelities=bench.fidelities, max_queries=q, workers=w)
-    many = jax.jit(jax.vmap(make_mf_search(searcher), in_axes=(0, None)), compiler_options=searcher.compiler_options())
+    many = jax.jit(jax.vmap(make_mf_search(searcher), in_axes=(0, None)), compiler_options=compiler_options(searcher))
     t0 = time.perf_counter()
     compiled = many.lower(keys, bench).compile()
     compile_s = time.perf_counter() - t0

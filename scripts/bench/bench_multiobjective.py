@@ -43,14 +43,15 @@ def final_gap(h: dict, problem, q: int) -> float:
 
 
 def time_ours(name: str, bench, keys, q: int, problem) -> dict:
-    from nas.core.searcher import make_searcher
+    from nas.engine.compile_policy import compiler_options
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
 
     extra = {"population_size": _POPULATION.value} if name == "nsga2" else {}
     searcher = make_searcher(name, bench.space, max_queries=q, **extra)
     metrics = (_METRIC.value,)
     many = jax.jit(jax.vmap(make_search(searcher, metrics), in_axes=(0, None)),
-                   compiler_options=searcher.compiler_options())  # fmt: skip
+                   compiler_options=compiler_options(searcher))  # fmt: skip
     t0, c0 = time.perf_counter(), time.process_time()
     compiled = many.lower(keys, bench).compile()
     compile_s, compile_cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -3,7 +3,7 @@
     python -m scripts.bench.bench_nasbot_compile --seeds=20
     python -m scripts.bench.bench_nasbot_compile --seeds=500 --benchmark=hpolib/naval_propulsion
 
-Walks the host loop's chunks of one NASBOT run (``nas.engine.host_loop.chunk_bounds``, ``chunk_for``: one
+Walks the host loop's chunks of one NASBOT run (``nas.engine.chunked_loop.chunk_bounds``, ``chunk_for``: one
 program per padded data size, reused by every chunk of that size) and compiles each program the run needs,
 ahead of time, with the persistent compilation cache off: per program its data size (0 = the random
 steps), the chunks that use it, tracing + lowering seconds and XLA compile seconds (wall and the process's
@@ -34,8 +34,8 @@ def main(argv):
     del argv
     use_cpu_cores(_CPU_DEVICES.value)
     jax.config.update("jax_enable_compilation_cache", False)  # every program really compiles
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import chunk_bounds, chunk_for, init_program
+    from nas.engine.chunked_loop import chunk_bounds, chunk_for, init_program
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     stats = CompileStats()

@@ -54,12 +54,13 @@ def time_search(name: str, bench, seeds: int, queries: int, options: dict) -> di
     import numpy as np
 
     from nas.core.multi_fidelity import is_multi_fidelity
-    from nas.core.searcher import make_searcher, searcher_class
+    from nas.engine.compile_policy import compiler_options
     from nas.engine.compiler_memory import trim_after_compiles
     from nas.engine.devices import shard_keys
     from nas.engine.incumbent import incumbent_curve, top_fidelity_score
     from nas.engine.multi_fidelity_runner import make_mf_search
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher, searcher_class
 
     trim_after_compiles()  # as the host loop does
     if getattr(searcher_class(name), "multi_fidelity", False):
@@ -68,7 +69,7 @@ def time_search(name: str, bench, seeds: int, queries: int, options: dict) -> di
     mf = is_multi_fidelity(s)
     keys = shard_keys(s, jax.random.split(jax.random.PRNGKey(0), seeds))
     run = make_mf_search(s) if mf else make_search(s)
-    fn = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=s.compiler_options())
+    fn = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=compiler_options(s))
     t0 = time.perf_counter()
     compiled = fn.lower(keys, bench).compile()
     compile_s = time.perf_counter() - t0

@@ -8,7 +8,7 @@ search and regularized evolution on dense product-space tables).
     python -m scripts.bench.bench_runner --num_trials=100 --loop_seeds=10
 
 Prints, per searcher: the XLA options its programs compile with
-(``Searcher.compiler_options``, as ``nas.engine.host_loop`` uses them), compile time
+(``nas.engine.compile_policy.compiler_options``, as ``nas.engine.chunked_loop`` uses them), compile time
 (the persistent compilation cache is disabled so this is a real compile), run
 time after compilation (best and median of ``--repeats``; with the process CPU
 time, since the machine may be shared), XLA's memory estimate of the program (arguments +
@@ -53,8 +53,9 @@ def block(x):
 def main(argv):
     del argv
     jax.config.update("jax_enable_compilation_cache", False)
-    from nas.core.searcher import make_searcher
+    from nas.engine.compile_policy import compiler_options
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark(_BENCH.value)
@@ -68,7 +69,7 @@ def main(argv):
     for name in _SEARCHERS.value:
         searcher = make_searcher(name, bench.space, max_queries=q)
         run = make_search(searcher)
-        opts = searcher.compiler_options()  # the searcher's XLA optimization level, as nas.engine.host_loop compiles it
+        opts = compiler_options(searcher)  # the searcher's XLA optimization level, as nas.engine.chunked_loop compiles it
         many = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=opts)
         t0 = time.perf_counter()
         compiled = many.lower(keys, bench).compile()

@@ -7,7 +7,7 @@ The table is docs/extending.md's ``my/mlp`` with all of its 24 configurations (t
 ``canonical=``: 36 strings, 24 networks; seeded made-up scores, since only the programs matter here), beside
 the same space without ``canonical=`` (a plain 36-string grid) and HPOLib naval (62,208 rows). Each
 (searcher, table) runs in a new process with an empty compilation cache at XLA's default level: 100 seeds
-x 20 queries through the host loop (``nas.engine.host_loop.run_chunked``). Printed: the XLA programs
+x 20 queries through the host loop (``nas.engine.chunked_loop.run_chunked``). Printed: the XLA programs
 compiled, their compile time (wall, from JAX's monitoring events) and the process CPU seconds of the run.
 """
 
@@ -36,8 +36,8 @@ def child(searcher_name: str, table_name: str) -> dict:
 
     import jax
 
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import run_chunked
+    from nas.engine.chunked_loop import run_chunked
+    from nas.searchers import make_searcher
     from scripts.bench.compile_stats import CompileStats
 
     stats = CompileStats()

@@ -11,7 +11,7 @@ Two phases, each printed as one ``RESULT`` JSON line per run:
    first run compiles (or loads from ``JAX_COMPILATION_CACHE_DIR``), the second resumes the same file
    for another ``--outer_steps`` steps with the programs compiled: its wall time is the steady cost.
 2. **Meta-test**: the ``tnas`` searcher with that file runs ``--seeds`` seeds x ``--queries`` queries
-   (``nas.engine.host_loop.run_chunked``, seeds vmapped), ``--repeats`` times with new seeds (the first compiles).
+   (``nas.engine.chunked_loop.run_chunked``, seeds vmapped), ``--repeats`` times with new seeds (the first compiles).
 
 Per run: wall time, XLA compilations (count and seconds, jax's monitoring events; persistent-cache hits
 counted apart; a compilation is one program, so the count says how many programs a phase built), CPU
@@ -112,9 +112,9 @@ def bench_meta_training(config, stats: CompileStats, out_path: str):
 
 
 def bench_meta_test(config, stats: CompileStats, space, params_file: str) -> None:
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import chunk_bounds, run_chunked
+    from nas.engine.chunked_loop import chunk_bounds, run_chunked
     from nas.engine.incumbent import incumbent_curve
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     opts = {"test_csv": _TEST_CSV.value} if _TEST_CSV.value else {}

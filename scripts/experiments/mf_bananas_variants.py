@@ -41,9 +41,9 @@ def main(argv):
     import jax
     import numpy as np
 
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import run_chunked
+    from nas.engine.chunked_loop import run_chunked
     from nas.experiment.cost_axis import FRACTIONS, budget_summary, running_axes
+    from nas.searchers import make_searcher
     from spaces.benchmarks.objective import fidelity_budgets
     from spaces.benchmarks.registry import make_benchmark
 

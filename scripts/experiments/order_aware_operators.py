@@ -64,9 +64,9 @@ def mlp_grid_space(order_aware: bool, num: int | None):
 
 def incumbent_rmse(searcher: str, space, bench, keys, queries: int) -> tuple[np.ndarray, np.ndarray]:
     """f64[seeds, queries] x2: validation and test RMSE of the incumbent after each query."""
-    from nas.core.searcher import make_searcher
     from nas.engine.incumbent import incumbent_curve
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
 
     s = make_searcher(searcher, space, max_queries=queries, **OPTIONS.get(searcher, {}))
     hist = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, bench)

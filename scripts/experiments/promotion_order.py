@@ -26,10 +26,10 @@ _CONFIGS = flags.DEFINE_list("num_configs", ["0", "27", "81"], "Configurations p
 
 def main(argv):
     del argv
-    from nas.core.searcher import make_searcher
-    from nas.engine.host_loop import run_chunked
+    from nas.engine.chunked_loop import run_chunked
     from nas.experiment.cost_axis import FRACTIONS, budget_summary, running_axes
     from nas.experiment.report import spread_cell
+    from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 
     bench = make_benchmark(f"nb201/{_DATASET.value}", test_csv=_TEST.value, fidelity_data=_FIDELITY.value)

@@ -46,9 +46,9 @@ def welch_t(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def final_incumbents(name, options, bench, keys):
-    from nas.core.searcher import make_searcher
     from nas.engine.incumbent import incumbent_curve
     from nas.engine.runner import make_search
+    from nas.searchers import make_searcher
 
     s = make_searcher(name, bench.space, max_queries=150, **options)
     hist = jax.jit(jax.vmap(make_search(s), in_axes=(0, None)))(keys, bench)

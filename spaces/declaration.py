@@ -85,6 +85,10 @@ def _parameter(decl: Any, where: str) -> Any:
 
 def declaration(space: Space | Mapping[str, Any]) -> dict:
     """The JSON data that rebuilds ``space`` (module doc); ``ValueError`` for a space that has none."""
+    names = space if isinstance(space, Mapping) else getattr(space, "token_names", ())
+    bad = [name for name in names if not isinstance(name, str)]
+    if bad:  # JSON keys are strings: 1 would come back "1"
+        raise ValueError(f"space: hyperparameter names must be strings to be kept as data, got {bad[0]!r}")
     if isinstance(space, Mapping):
         return {name: _parameter(decl, f"space: hyperparameter {name!r}") for name, decl in space.items()}
     if type(space) is CategoricalSpace and space.ids_are_grid_rows:  # canonical= is a function: not data

@@ -58,30 +58,12 @@ def main(argv):
     if _DISTRIBUTED.value:
         initialize_distributed()
     enable_compilation_cache(cli.output_folder(_COMPILATION_CACHE.value, "compilation_cache", ", or '' (no cache)"))
-    from nas.experiment.report import format_table, missing_test_data_hint
-    from nas.experiment.run import run_experiment
+    from nas.experiment.run import run_experiment, run_report
 
     summary = run_experiment(_CONFIG.value, _WORKDIR.value, progress=_PROGRESS.value)
     if not is_lead():
         return 0  # process 0 writes the workdir and prints the table
-    print(format_table(summary))
-    if "pareto" in summary or "constraints" in summary:  # multi-objective and constrained runs
-        from nas.experiment.multiobjective import format_constraint_table, format_pareto_table
-
-        print(format_pareto_table(summary) if "pareto" in summary else "")
-        print(format_constraint_table(summary) if "constraints" in summary else "")
-    for label, s in summary["searchers"].items():
-        if s.get("repeated_queries"):
-            requery = s.get("options", {}).get("repeats") == "requery"  # plain Optuna TPE queries its repeats
-            why = "plain Optuna re-queries repeated proposals" if requery else "the space is nearly exhausted"
-            if s.get("options", {}).get("name") == "syne_tune":
-                why = "Syne Tune's random searcher samples with replacement"
-            print(f"WARNING: {label} queried {s['repeated_queries']} configurations twice ({why})")
-    if summary["split"] == "validation":
-        hint = missing_test_data_hint(summary["benchmark"])
-        print(f"NOTE: no test split given; these are VALIDATION figures ({hint}).")
-    extra = ", pareto.png" if "pareto" in summary else ""
-    print(f"outputs in {_WORKDIR.value}: summary.json, results.csv, curves.png{extra}, history/, metrics.jsonl")
+    print(run_report(summary, _WORKDIR.value))
     return 0
 
 

@@ -16,11 +16,11 @@ import typing
 import pytest
 from absl import app
 
-from nas.core.searcher import available_searchers, make_options, searcher_class
 from nas.engine.budget import Budget, BudgetError, check_budget
 from nas.experiment import cli, peers
 from nas.experiment.config import ConfigError, build_benchmark
-from nas.host.ask_tell import Study
+from nas.host.study import Study
+from nas.searchers import available_searchers, make_options, searcher_class
 from spaces.benchmarks.data_files import data_dir
 from spaces.benchmarks.registry import make_benchmark
 from spaces.files import DataError, MissingPackageError
@@ -143,7 +143,8 @@ def float_options() -> list[tuple[str, str]]:
         cls = searcher_class(name).Options
         hints = typing.get_type_hints(cls)
         out += [(name, f.name) for f in dataclasses.fields(cls) if hints[f.name] is float]
-    for name, (cls, _) in peers.PEERS.items():
+    for name, peer in peers.PEERS.items():
+        cls = peer.Options
         hints = typing.get_type_hints(cls)
         out += [(name, f.name) for f in dataclasses.fields(cls) if hints[f.name] is float]
     return out

@@ -1,7 +1,7 @@
 """Budgets a run cannot meet, refused up front in one line: before anything is built, compiled or allocated.
 
 ``check_budget(budget, space, searcher)`` is what every entry point calls (``scripts.train`` for each
-selected searcher, ``scripts.meta_train``, ``scripts.language_search``, ``nas.host.ask_tell.Study``):
+selected searcher, ``scripts.meta_train``, ``scripts.language_search``, ``nas.host.study.Study``):
 
 - the fields themselves: ``num_trials >= 1``; ``1 <= batch_size <= max_queries``; ``max_queries`` below
   2**31 (query counts are int32 inside the compiled programs); the seeds in ``[0, 2**32)``: JAX's
@@ -67,8 +67,20 @@ def check_budget(budget: Budget, space=None, searcher=None, state_bytes: int | N
     """``BudgetError`` unless ``budget`` can be spent (module docstring); ``space``, ``searcher`` optional.
 
     ``state_bytes``: the per-trial memory when the caller knows it better than a searcher's ``init``
-    (meta-training's data); it replaces the searcher's run state in the memory estimate.
+    (meta-training's data); it replaces the searcher's run state in the memory estimate. The three
+    checks are also separate functions, for a caller that learns the space and the searcher later
+    (a run plan checks the fields when it is built, the space once the benchmark is loaded, the memory
+    once the searcher is built).
     """
+    check_fields(budget)
+    check_space(budget, space)
+    if searcher is not None or state_bytes is not None:
+        check_memory(budget, searcher, state_bytes)
+
+
+def check_fields(budget: Budget) -> None:
+    """``BudgetError`` unless the budget's own fields can be spent: integers, ``num_trials >= 1``,
+    ``1 <= batch_size <= max_queries <= 2**31 - 1``, the seeds in ``[0, 2**32)``."""
     b = budget
     for field in FIELDS:
         value = getattr(b, field)
@@ -90,14 +102,17 @@ def check_budget(budget: Budget, space=None, searcher=None, state_bytes: int | N
             f"{b.name('seed')}={b.seed}{span} must lie in [0, 2**32): JAX keys keep 32 bits of a seed, "
             "so a larger seed would repeat a smaller one's numbers"
         )
+
+
+def check_space(budget: Budget, space=None) -> None:
+    """``BudgetError`` when ``max_queries`` exceeds the distinct configurations of ``space`` (None: no check)."""
+    b = budget
     n = getattr(space, "num_configurations", None) if space is not None else None
     if n is not None and b.max_queries > n:
         raise BudgetError(
             f"{b.name('max_queries')}={b.max_queries} exceeds the {n:,} distinct configurations of {space.name} "
             f"(no configuration is queried twice); lower {b.name('max_queries')} to at most {n}"
         )
-    if searcher is not None or state_bytes is not None:
-        check_memory(b, searcher, state_bytes)
 
 
 def tree_bytes(tree) -> int:

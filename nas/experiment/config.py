@@ -29,8 +29,9 @@ A config (``configs/*.py``, an ``ml_collections.ConfigDict`` from
 searcher listed (defaults filled in), so any option can be overridden on the
 command line (``--config.searchers.<label>.<option>=value``).
 ``validate_config`` checks every name, option and value before anything is
-built or compiled; errors are ``ConfigError`` with one line naming the field and
-the fix.
+built or compiled and returns each selected searcher's ``SearcherPlan`` (its
+options built once, its budget); errors are ``ConfigError`` with one line naming
+the field and the fix. ``nas.experiment.plan`` makes the whole run plan from it.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ import re
 import jax
 import ml_collections
 
-from nas.core.multi_fidelity import MultiFidelityOptions
-from nas.core.searcher import Searcher, available_searchers, make_options, searcher_class
-from nas.engine.budget import Budget, BudgetError, check_budget
-from nas.experiment import peers
+from nas.core.contract import Searcher
+from nas.core.options import SearcherOptions
+from nas.engine.budget import Budget, BudgetError, check_fields, check_memory, check_space
+from nas.experiment import registry
 from nas.experiment.multiobjective import ENTRY_FIELDS, config_metrics, entry_constraints
 from spaces.benchmarks.protocols import PROTOCOLS, ProtocolError
 from spaces.files import DataError
@@ -86,26 +87,16 @@ def searcher_configs(**entries: dict) -> ml_collections.ConfigDict:
         entry = dict(entry)
         name = entry.pop("name", None)
         extra = {k: entry.pop(k) for k in ENTRY_FIELDS if k in entry}  # read by the experiment, not the searcher
-        names = all_searcher_names()
+        names = registry.available()
         if name not in names:
             raise ConfigError(f"searchers.{label}.name: {unknown('searcher', name, names)}")
         try:
-            options = options_factory(name)(name, **entry)
+            options = registry.make_entry_options(name, **entry)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"searchers.{label}: {e}") from e
         values = {k: v for k, v in dataclasses.asdict(options).items() if k != "max_queries"}
         out[label] = {"name": name, **values, **extra}
     return ml_collections.ConfigDict(out, sort_keys=False)  # run and report in the order given
-
-
-def all_searcher_names() -> list[str]:
-    """Registered searchers and host-side peer baselines (``nas.experiment.peers``)."""
-    return available_searchers(multi_fidelity=None) + peers.available_peers()
-
-
-def options_factory(name: str):
-    """``make_options`` for a registered searcher, ``peers.make_peer_options`` for a peer."""
-    return peers.make_peer_options if name in peers.PEERS else make_options
 
 
 def to_dict(config) -> dict:
@@ -150,14 +141,20 @@ def _check_int(cfg: dict, field: str, low: int, what: str) -> None:
         raise ConfigError(f"config.{field} must be an integer {what}, got {value!r}")
 
 
-def validate_config(config) -> None:
-    """Fails with a clear message on anything that would fail later (before any compile).
+def validate_config(config) -> dict[str, SearcherPlan]:
+    """Fails with a clear message on anything that would fail later (before any compile); returns the
+    selected searchers' plans (``check_selected``).
 
     Only the selected searchers (``config.only``) are checked: another searcher's option never stops a run.
     """
+    check_config_fields(to_dict(config))
+    return check_selected(config)
+
+
+def check_config_fields(cfg: dict) -> None:
+    """The benchmark, its options and data files, the budgets and the metrics of ``cfg``, or a ConfigError."""
     from spaces.benchmarks.registry import available_benchmarks, benchmark_options
 
-    cfg = to_dict(config)
     missing = [k for k in REQUIRED if k not in cfg]
     if missing:
         raise ConfigError(f"config lacks field(s) {missing}; see configs/default.py for the schema")
@@ -191,11 +188,12 @@ def validate_config(config) -> None:
         raise ConfigError(
             f"config.metrics must be metric names, e.g. ('latency',) or 'latency,model_size', got {value!r}"
         )
-    check_selected(config)
 
 
-def check_selected(config, seed_span: int = 1) -> None:
-    """Every label, and the selected searchers' options and budgets (``nas.engine.budget``), or a ConfigError."""
+def check_selected(config, seed_span: int = 1) -> dict[str, SearcherPlan]:
+    """Every label, then the plan of each selected searcher (its options and its budget's fields checked,
+    ``nas.engine.budget``), or a ConfigError. ``seed_span``: consecutive seeds per searcher (1 = keys split
+    from one seed)."""
     if not to_dict(config)["searchers"]:
         raise ConfigError("config.searchers is empty: name at least one searcher")
     for label in searcher_entries(config):
@@ -203,30 +201,7 @@ def check_selected(config, seed_span: int = 1) -> None:
             raise ConfigError(
                 f"config.searchers: label {label!r} must be letters, digits, '_', '.' or '-' (it names files)"
             )
-    for label in selected_labels(config):
-        check_run_budget(config, label, seed_span=seed_span)
-
-
-def check_run_budget(config, label: str, space=None, searcher=None, seed_span: int = 1) -> None:
-    """``nas.engine.budget.check_budget`` of searcher ``label``'s run, its errors as ConfigErrors naming
-    the config's fields (``seed_span``: consecutive seeds per searcher, 1 = keys split from one seed)."""
-    cfg = to_dict(config)
-    budget = Budget(
-        max_queries=cfg["max_queries"],
-        batch_size=searcher_options_of(config, label).batch_size,
-        num_trials=cfg["num_trials"],
-        seed=cfg["seed"],
-        seed_span=seed_span,
-        names={
-            **{f: f"config.{f}" for f in ("num_trials", "max_queries", "seed")},
-            "batch_size": f"config.searchers.{label}.batch_size",
-        },
-        option_prefix=f"config.searchers.{label}.",
-    )
-    try:
-        check_budget(budget, space, searcher)
-    except BudgetError as e:
-        raise ConfigError(str(e)) from e
+    return {label: searcher_plan(config, label, seed_span) for label in selected_labels(config)}
 
 
 def _public_file_hint(benchmark: str, option: str) -> str:
@@ -254,21 +229,73 @@ def with_data_files(config):
     return ({**cfg, **out}, out) if out else (config, {})
 
 
-def is_multi_fidelity_name(name: str) -> bool:
-    """A registered multi-fidelity searcher (``nas.core.multi_fidelity``) or a multi-fidelity peer (Syne Tune)."""
-    if name in peers.PEERS:
-        return issubclass(peers.PEERS[name][0], MultiFidelityOptions)
-    return bool(getattr(searcher_class(name), "multi_fidelity", False))
+@dataclasses.dataclass(frozen=True)
+class SearcherPlan:
+    """One selected searcher of a config, checked: its entry, its options built once from the entry and
+    the config's budget, and that budget (``nas.engine.budget.Budget``, spelt as the config's fields).
+
+    A multi-fidelity searcher's options leave ``fidelities`` as the entry gives them (empty): the
+    benchmark's are filled in by ``build`` once it is loaded.
+    """
+
+    label: str
+    name: str
+    entry: dict  # {"name": ..., **options, constraints}: fingerprints checkpoints, saved with the history
+    options: SearcherOptions
+    budget: Budget
+
+    @property
+    def runs_on_host(self) -> bool:
+        """A peer (``nas.experiment.peers``), run by its Python loop rather than compiled."""
+        return registry.runs_on_host(self.name)
+
+    @property
+    def multi_fidelity(self) -> bool:
+        return registry.is_multi_fidelity(self.name)
+
+    def options_on(self, fidelities: tuple[float, ...] | None) -> SearcherOptions:
+        """The options with the benchmark's ``fidelities`` (a multi-fidelity searcher; an entry that names
+        other budgets is refused), else as built."""
+        if fidelities is None or not self.multi_fidelity:
+            return self.options
+        given = tuple(float(b) for b in self.entry.get("fidelities") or ())
+        if given and given != tuple(fidelities):
+            raise ConfigError(
+                f"config.searchers.{self.label}.fidelities={given} differ from the benchmark's {tuple(fidelities)}; "
+                "leave it empty (the benchmark's are filled in)"
+            )
+        try:  # every other option as built: dataclasses.replace checks the whole set again
+            return dataclasses.replace(self.options, fidelities=tuple(fidelities))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config.searchers.{self.label}: {e}") from e
+
+    def build(self, space, fidelities: tuple[float, ...] | None = None) -> Searcher:
+        """The searcher on ``space`` (``fidelities``: the benchmark's budgets), its budget checked against the
+        space before it is built and against memory after (a ConfigError naming the config's fields)."""
+        try:
+            check_space(self.budget, space)  # before the searcher sizes anything by the budget
+        except BudgetError as e:
+            raise ConfigError(str(e)) from e
+        options = self.options_on(fidelities)
+        try:
+            searcher = registry.build(self.name, space, options)
+        except DataError:
+            raise  # a data file an option names (TNAS's params_file): "data error: <file>: ..."
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config.searchers.{self.label}: {e}") from e
+        try:
+            check_memory(self.budget, searcher)  # the memory of its run state
+        except BudgetError as e:
+            raise ConfigError(str(e)) from e
+        return searcher
 
 
-def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None = None):
-    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError.
-
-    A multi-fidelity searcher's ``fidelities`` are the benchmark's (given here once it is loaded): an entry
-    leaves them empty, and one that names other budgets is refused."""
+def searcher_plan(config, label: str, seed_span: int = 1) -> SearcherPlan:
+    """Searcher ``label``'s entry checked and its options built (config entry + the config's budget), or a
+    ConfigError naming the field."""
     entry = searcher_entries(config)[label]
     sname = entry.get("name")
-    names = all_searcher_names()
+    names = registry.available()
     if sname not in names:
         raise ConfigError(f"config.searchers.{label}.name: {unknown('searcher', sname, names)}")
     opts = {k: v for k, v in entry.items() if k != "name" and k not in ENTRY_FIELDS}
@@ -281,26 +308,42 @@ def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None
                           f"got {entry['constraint_mode']!r}")  # fmt: skip
     if "max_queries" in opts:
         raise ConfigError(f"config.searchers.{label}: set the budget with config.max_queries, not per searcher")
-    if fidelities is not None and is_multi_fidelity_name(sname):
-        given = tuple(float(b) for b in opts.get("fidelities") or ())
-        if given and given != tuple(fidelities):
-            raise ConfigError(
-                f"config.searchers.{label}.fidelities={given} differ from the benchmark's {tuple(fidelities)}; "
-                "leave it empty (the benchmark's are filled in)"
-            )
-        opts["fidelities"] = tuple(fidelities)
-    max_queries = int(to_dict(config)["max_queries"])
+    cfg = to_dict(config)
     try:
-        options = options_factory(sname)(sname, max_queries=max_queries, **opts)
+        options = registry.make_entry_options(sname, max_queries=int(cfg["max_queries"]), **opts)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.searchers.{label}: {e}") from e
-    wanted = 1 + len(config_metrics(to_dict(config)))
+    wanted = 1 + len(config_metrics(cfg))
     if hasattr(options, "num_objectives") and options.num_objectives != wanted:
         raise ConfigError(
             f"config.searchers.{label}.num_objectives={options.num_objectives}, but config.metrics names "
             f"{wanted - 1} metric(s) ({wanted} objectives with the score); set one to match the other"
         )
-    return options
+    budget = Budget(
+        max_queries=cfg["max_queries"],
+        batch_size=options.batch_size,
+        num_trials=cfg["num_trials"],
+        seed=cfg["seed"],
+        seed_span=seed_span,
+        names={
+            **{f: f"config.{f}" for f in ("num_trials", "max_queries", "seed")},
+            "batch_size": f"config.searchers.{label}.batch_size",
+        },
+        option_prefix=f"config.searchers.{label}.",
+    )
+    try:
+        check_fields(budget)
+    except BudgetError as e:
+        raise ConfigError(str(e)) from e
+    return SearcherPlan(label, sname, entry, options, budget)
+
+
+def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None = None):
+    """The options dataclass of searcher ``label`` (config entry + the config's budget), or a ConfigError.
+
+    A multi-fidelity searcher's ``fidelities`` are the benchmark's (given here once it is loaded): an entry
+    leaves them empty, and one that names other budgets is refused."""
+    return searcher_plan(config, label).options_on(fidelities)
 
 
 def build_benchmark(config):
@@ -322,18 +365,9 @@ def build_benchmark(config):
 
 
 def build_searcher(config, label: str, space, fidelities: tuple[float, ...] | None = None) -> Searcher:
-    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options do not fit the space);
-    ``fidelities``: the benchmark's budgets, for multi-fidelity searchers."""
-    options = searcher_options_of(config, label, fidelities)
-    name = searcher_entries(config)[label]["name"]
-    try:
-        if name in peers.PEERS:
-            return peers.Peer(name, space, options)
-        return searcher_class(name)(space, options)
-    except DataError:
-        raise  # a data file an option names (TNAS's params_file): "data error: <file>: ..."
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"config.searchers.{label}: {e}") from e
+    """Searcher ``label`` of ``config`` on ``space`` (a ConfigError when its options or budget do not fit the
+    space); ``fidelities``: the benchmark's budgets, for multi-fidelity searchers."""
+    return searcher_plan(config, label).build(space, fidelities)
 
 
 def trial_keys(config) -> jax.Array:

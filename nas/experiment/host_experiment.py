@@ -30,16 +30,8 @@ import time
 
 import numpy as np
 
-from nas.experiment.config import (
-    ConfigError,
-    _check_int,
-    check_run_budget,
-    check_selected,
-    get,
-    searcher_options_of,
-    selected_labels,
-    to_dict,
-)
+from nas.engine.budget import BudgetError, check_space
+from nas.experiment.config import ConfigError, SearcherPlan, _check_int, check_selected, get, to_dict
 from nas.host.host_search import incumbent_curves, run_host_search
 from spaces.data_files import read_json, read_npz
 from spaces.files import savez_atomic, write_text_atomic
@@ -48,8 +40,9 @@ REQUIRED = ("task", "num_trials", "max_queries", "seed", "searchers")
 RUN_FIELDS = ("tokens", "valid", "test", "cost", "wall_s")  # what every saved run holds
 
 
-def validate_host_config(config) -> None:
-    """One-line ``ConfigError`` for anything that would fail later (before any training)."""
+def validate_host_config(config) -> dict[str, SearcherPlan]:
+    """One-line ``ConfigError`` for anything that would fail later (before any training); returns the
+    selected searchers' plans (options built once, budgets: ``nas.experiment.config.SearcherPlan``)."""
     from spaces.language.datasets import TASKS as DATASETS
     from spaces.language.tasks import available_tasks, space_options
     from spaces.language.training import TrainConfig
@@ -81,7 +74,7 @@ def validate_host_config(config) -> None:
     _check_int(cfg, "max_queries", 1, ">= 1")
     _check_int(cfg, "seed", 0, ">= 0 (a seed)")
     _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
-    check_selected(config, seed_span=int(cfg["num_trials"]))  # trial i runs with seed + i
+    return check_selected(config, seed_span=int(cfg["num_trials"]))  # trial i runs with seed + i
 
 
 def run_host_experiment(config, workdir: str, log=print) -> dict:
@@ -90,12 +83,15 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
 
     from spaces.language.tasks import make_task
 
-    validate_host_config(config)
+    searchers = validate_host_config(config)
     cfg = to_dict(config)
     space, dataset = dict(get(cfg, "space", {})), get(cfg, "dataset", "")
     task = make_task(cfg["task"], dataset=dataset, space=space, **dict(get(cfg, "train", {})))
-    for label in selected_labels(config):  # the budget against the task's space, before any training
-        check_run_budget(config, label, task.space, seed_span=int(cfg["num_trials"]))
+    for plan in searchers.values():  # the budget against the task's space, before any training
+        try:
+            check_space(plan.budget, task.space)
+        except BudgetError as e:
+            raise ConfigError(str(e)) from e
     os.makedirs(os.path.join(workdir, "runs"), exist_ok=True)
     check_workdir(cfg, workdir)
     q, every = int(cfg["max_queries"]), int(get(cfg, "report_every", 8))
@@ -108,10 +104,8 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
         "budgets": budgets,
         "searchers": {},
     }
-    for label in selected_labels(config):
-        entry = dict(cfg["searchers"][label])
-        name = entry.pop("name")
-        options = dataclasses.asdict(searcher_options_of(config, label))
+    for label, plan in searchers.items():
+        options = dataclasses.asdict(plan.options)
         options.pop("max_queries")
         runs = []
         for trial in range(int(cfg["num_trials"])):
@@ -121,7 +115,7 @@ def run_host_experiment(config, workdir: str, log=print) -> dict:
                 continue
             seed = int(cfg["seed"]) + trial
             t0 = time.perf_counter()
-            run = run_host_search(task.evaluate, task.space, name, seed, q, **options)
+            run = run_host_search(task.evaluate, task.space, plan.name, seed, q, **options)
             savez_atomic(path, run)
             runs.append(run)
             best = np.max(np.where(np.isfinite(run["valid"]), run["valid"], -np.inf))

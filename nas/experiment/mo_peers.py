@@ -32,10 +32,10 @@ import dataclasses
 import numpy as np
 
 from nas.core.multi_objective import MultiObjectiveOptions
-from nas.core.searcher import one_of, positive
-from nas.experiment import peers
-from nas.experiment.peers import HostPeerOptions, TPEOptions, TPEProposer, import_optuna, ordinal_tokens
+from nas.core.options import one_of, positive
+from nas.experiment.peer_base import HostPeerOptions, Peer, register_peer
 from nas.experiment.syne_tune_peer import import_syne_tune
+from nas.experiment.tpe_peer import TPEOptions, TPEProposer, import_optuna, ordinal_tokens
 
 FAILED = 1e30  # what Syne Tune's MO-REA is told for a failed evaluation (it sorts costs; inf breaks its distances)
 
@@ -145,10 +145,25 @@ class MOREAProposer:
         self.trials += 1
 
 
-PEERS = {
-    "optuna_mo": (OptunaMOOptions, OptunaMOProposer),
-    "syne_tune_morea": (MOREAOptions, MOREAProposer),
-}
-INSTALLED = {"optuna_mo": import_optuna, "syne_tune_morea": import_syne_tune}
-peers.PEERS.update(PEERS)  # registered beside the tpe and syne_tune peers
-peers.INSTALLED.update(INSTALLED)
+@register_peer("optuna_mo")
+class OptunaMOPeer(Peer):
+    """Optuna's NSGA-II or multi-objective TPE under the peers' protocol."""
+
+    Options = OptunaMOOptions
+    Proposer = OptunaMOProposer
+    installed = staticmethod(import_optuna)
+
+
+@register_peer("syne_tune_morea")
+class MOREAPeer(Peer):
+    """Syne Tune's multi-objective regularized evolution under the peers' protocol."""
+
+    Options = MOREAOptions
+    Proposer = MOREAProposer
+    installed = staticmethod(import_syne_tune)
+
+    @classmethod
+    def repeats_reason(cls, options: dict) -> str:
+        if options.get("repeats") == "requery":
+            return "Syne Tune's MO-REA samples with replacement and re-queries its repeats"
+        return ""

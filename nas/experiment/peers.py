@@ -1,4 +1,4 @@
-"""Peer baselines: other libraries' searchers on our objectives, from a host loop.
+"""Peer baselines: other libraries' searchers on our objectives, from a Python loop.
 
 Our searchers are compiled (``lax.scan`` over steps, ``vmap`` over seeds). A
 *peer* is a searcher of another library that proposes one configuration at a
@@ -8,8 +8,8 @@ searchers, so a comparison table shows it beside them. Registered peers:
 
 - ``tpe``: Optuna's tree-structured Parzen estimator (``TPESampler``; Bergstra
   et al., 2011, "Algorithms for Hyper-Parameter Optimization", the TPE of the
-  ReMAADE paper's Table III and Section VIII). Optuna is optional: ``pip install
-  optuna`` (requirements-dev.txt).
+  ReMAADE paper's Table III and Section VIII; ``nas.experiment.tpe_peer``). Optuna is optional:
+  ``pip install optuna`` (requirements-dev.txt).
 - ``syne_tune``: Syne Tune's ASHA and asynchronous Hyperband in Syne Tune's simulator, on objectives
   with fidelities; it returns the ``MFHistory`` of our multi-fidelity searchers
   (``nas.experiment.syne_tune_peer``, which says how it is run).
@@ -18,6 +18,10 @@ searchers, so a comparison table shows it beside them. Registered peers:
   (``nas.experiment.mo_peers``). Run with ``metrics=(...)``, a multi-objective peer is told the vector
   ``[valid, +-metric, ...]`` (every component maximized, ``spaces.benchmarks.metrics``) under the
   protocol below; any peer's history records the named metrics.
+
+Each peer is a ``nas.experiment.peer_base.Peer`` class registered in its own module; importing this
+one imports them all, so ``PEERS`` here is the full registry (``nas.experiment.registry`` reads it
+beside the compiled searchers').
 
 The rest of this docstring is the ``tpe`` protocol, identical to our searchers' (``nas.engine.runner``):
 
@@ -52,13 +56,6 @@ The rest of this docstring is the ``tpe`` protocol, identical to our searchers' 
   proposal. Invalid strings (``string_id < 0``) are told as
   failed trials. Counts of both go into the metrics.
 
-Tokens map to Optuna distributions one to one: an ordinal token (a numeric grid:
-``HPOSpace.ordinal``, or a ``CategoricalSpace`` list of increasing numbers) is
-``suggest_int`` over its index (a log grid stays log-spaced), any other token
-``suggest_categorical`` over its indices. Conditional spaces (``HPOSpace``) are
-suggested top-down, define-by-run: an inactive hyperparameter is never
-suggested (token 0).
-
 Checkpoints (every peer): ``ckpt_path`` holds the finished groups of seeds (``seeds_per_group``);
 a rerun skips them and gives identical numbers. Progress: the TPE peer's query program is
 compiled ahead under a ``compiling <label> ...`` line, and the bar is redrawn after every
@@ -68,9 +65,7 @@ Syne Tune peer after every group (a seed takes a fraction of a second on a table
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -79,140 +74,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas.core.multi_fidelity import MultiFidelityOptions, MultiFidelitySearcher
-from nas.core.searcher import SearcherOptions, check_option_names, one_of, positive
+from nas.core.options import SearcherOptions, check_option_names
 from nas.engine import checkpoint
-from nas.engine.host_loop import compile_ahead, evaluations_done, incumbent_stats, show_progress
+from nas.engine.chunked_loop import evaluations_done, incumbent_stats, show_progress
 from nas.engine.incumbent import top_fidelity_score
 from nas.engine.multi_fidelity_runner import MFHistory
+from nas.engine.program_cache import compile_ahead
 from nas.engine.runner import INIT_FOLD, History
-from nas.experiment import syne_tune_peer
+from nas.experiment import mo_peers, peer_base, syne_tune_peer, tpe_peer  # noqa: F401  (each registers its peers)
+from nas.experiment.peer_base import HostPeerOptions, Peer
+from nas.experiment.tpe_peer import TPEOptions, TPEProposer, import_optuna, ordinal_tokens
 from spaces.base import Space
 from spaces.benchmarks.metrics import objective_vector
-from spaces.files import MissingPackageError
-from spaces.hpo import HPOSpace
 from spaces.names import lookup
+
+__all__ = ["PEERS", "available_peers", "make_peer_options", "make_peer", "run_peer", "run_group", "Peer",
+           "HostPeerOptions", "TPEOptions", "TPEProposer", "import_optuna", "ordinal_tokens"]  # fmt: skip
 
 FALLBACK_FOLD = 0x5EED0000  # fallback draws use fold_in(k_s, FALLBACK_FOLD + t)
 
 
-@dataclasses.dataclass(frozen=True)
-class HostPeerOptions(SearcherOptions):
-    """The options of the protocol below, every host peer's (``batch_size`` 1):
-    max_repeats: repeated proposals in a row before an unseen configuration is queried instead.
-    fallback: ``mutate`` (edits of the peer's last proposal) or ``uniform`` (a uniform draw): that configuration.
-    repeats: ``fallback`` (a repeated proposal is not queried: told as failed, then ``fallback``) or
-      ``requery`` (pure Optuna: every proposal queried and told, repeats included).
-    seeds_per_group: seeds run in lockstep and checkpointed together (0 = all at once).
-    """
-
-    max_repeats: int = 5
-    fallback: str = "mutate"
-    repeats: str = "fallback"
-    seeds_per_group: int = 10
-
-    def check(self):
-        super().check()
-        if self.batch_size != 1:
-            raise ValueError(f"a host peer proposes one configuration at a time: batch_size must be 1, got "
-                             f"{self.batch_size}")  # fmt: skip
-        positive(self, "max_repeats")
-        one_of(self, "fallback", ("mutate", "uniform"))
-        one_of(self, "repeats", ("fallback", "requery"))
-        if self.seeds_per_group < 0:
-            raise ValueError(f"seeds_per_group must be >= 0, got {self.seeds_per_group}")
-
-
-@dataclasses.dataclass(frozen=True)
-class TPEOptions(HostPeerOptions):
-    """Attributes (and the protocol's, ``HostPeerOptions``):
-    n_startup_trials: random trials before the Parzen estimators (Optuna's default 10).
-    n_ei_candidates: candidates scored by the expected-improvement ratio (24).
-    multivariate: Optuna's multivariate TPE (joint Parzen estimator; conditional spaces use ``group``).
-    """
-
-    n_startup_trials: int = 10
-    n_ei_candidates: int = 24
-    multivariate: bool = False
-
-    def check(self):
-        super().check()
-        positive(self, "n_ei_candidates")
-        if self.n_startup_trials < 0:
-            raise ValueError(f"n_startup_trials must be >= 0, got {self.n_startup_trials}")
-
-
-def import_optuna():
-    try:
-        import optuna
-    except ImportError as e:
-        raise MissingPackageError(
-            "the 'tpe' peer needs Optuna, an optional dependency: pip install optuna (see requirements-dev.txt)"
-        ) from e
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
-
-
-def ordinal_tokens(space: Space) -> list[bool]:
-    """Which tokens are ordered numeric grids (``space.ordinal``, or increasing numeric value lists)."""
-    if hasattr(space, "ordinal"):
-        return [bool(o) for o in space.ordinal]
-    out = []
-    for name in space.token_names:
-        vals = getattr(space, "values", {}).get(name)
-        numeric = vals is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
-        out.append(bool(numeric and len(vals) > 1 and np.all(np.diff(np.asarray(vals, float)) > 0)))
-    return out
-
-
-class TPEProposer:
-    """One seed's Optuna study; ``ask() -> (trial, tokens)``, ``tell(trial, value | None)``."""
-
-    def __init__(self, space: Space, options: TPEOptions, seed: int):
-        optuna = import_optuna()
-        self.space, self.ordinal = space, ordinal_tokens(space)
-        conditional = isinstance(space, HPOSpace) and any(h.when for h in space.hyperparameters)
-        kwargs = {"group": True} if options.multivariate and conditional else {}
-        sampler = optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=options.n_startup_trials, n_ei_candidates=options.n_ei_candidates,
-            multivariate=options.multivariate, **kwargs,
-        )  # fmt: skip
-        self.study = optuna.create_study(direction="maximize", sampler=sampler)
-        self._trial_state = optuna.trial.TrialState
-
-    def _active(self, tokens: np.ndarray, i: int) -> bool:
-        return bool(self.space.active_host(tokens)[i]) if isinstance(self.space, HPOSpace) else True
-
-    def ask(self):
-        trial = self.study.ask()
-        tokens = np.zeros(self.space.num_tokens, np.int32)
-        for i, (name, card) in enumerate(zip(self.space.token_names, self.space.cardinalities)):
-            if not self._active(tokens, i):  # top-down: parents (earlier tokens) are decided
-                continue
-            if self.ordinal[i]:
-                tokens[i] = trial.suggest_int(name, 0, card - 1)
-            else:
-                tokens[i] = trial.suggest_categorical(name, list(range(card)))
-        return trial, tokens
-
-    def ask_fixed(self, tokens: np.ndarray):
-        """The next trial set to ``tokens`` (its active hyperparameters)."""
-        act = [self._active(tokens, i) for i in range(self.space.num_tokens)]
-        self.study.enqueue_trial({n: int(t) for n, t, a in zip(self.space.token_names, tokens, act) if a})
-        return self.ask()
-
-    def tell(self, trial, value: float | None) -> None:
-        if value is None:
-            self.study.tell(trial, state=self._trial_state.FAIL)
-        else:
-            self.study.tell(trial, float(value))
-
-
-PEERS: dict[str, tuple[type, type]] = {
-    "tpe": (TPEOptions, TPEProposer),
-    "syne_tune": (syne_tune_peer.SyneTuneOptions, syne_tune_peer.SyneTuneRun),
-}
-INSTALLED = {"tpe": import_optuna, "syne_tune": syne_tune_peer.import_syne_tune}  # each raises with an install hint
+PEERS: dict[str, type[Peer]] = peer_base.PEERS  # every peer: the modules imported above registered theirs
 
 
 def available_peers() -> list[str]:
@@ -220,47 +102,12 @@ def available_peers() -> list[str]:
 
 
 def make_peer_options(name: str, **options) -> SearcherOptions:
-    cls = lookup("peer", name, PEERS)[0]
+    cls = lookup("peer", name, PEERS).Options
     return cls(**check_option_names(name, cls, options))
 
 
-@dataclasses.dataclass(eq=False)
-class Peer:
-    """A host-side searcher: its registry name, space and options (``identity`` fingerprints checkpoints)."""
-
-    registry_name: str
-    space: Space
-    options: SearcherOptions
-
-    def __post_init__(self):
-        INSTALLED[self.registry_name]()  # fail now, before a workdir is touched, when the library is absent
-
-    @property
-    def multi_fidelity(self) -> bool:
-        """A multi-fidelity peer returns an ``MFHistory`` (one row per finished evaluation)."""
-        return isinstance(self.options, MultiFidelityOptions)
-
-    @property
-    def identity(self) -> str:
-        opts = dataclasses.asdict(self.options)
-        return json.dumps({"peer": self.registry_name, "space": self.space.name, "options": opts}, sort_keys=True)
-
-    @property
-    def max_queries(self) -> int:
-        return self.options.max_queries
-
-    @property
-    def max_evaluations(self) -> int:
-        """A multi-fidelity peer's history rows: the bound our engine uses for the same options."""
-        return MultiFidelitySearcher(self.space, self.options).max_evaluations
-
-    def proposer(self, key: jax.Array):
-        seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
-        return PEERS[self.registry_name][1](self.space, self.options, seed)
-
-
 def make_peer(name: str, space: Space, **options) -> Peer:
-    return Peer(name, space, make_peer_options(name, **options))
+    return lookup("peer", name, PEERS)(space, make_peer_options(name, **options))
 
 
 @jax.jit
@@ -468,5 +315,3 @@ def run_peer(
         return MFHistory(**{k: state[k] for k in HISTORY + ("fidelity", "resource", "finish")})
     return History(**{k: state[k] for k in HISTORY}, metrics={n: state[METRIC + n] for n in metrics})
 
-
-import nas.experiment.mo_peers  # noqa: E402, F401  (builds on the classes above; registers the multi-objective peers)

@@ -62,9 +62,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas.core.multi_fidelity import MultiFidelityOptions, MultiFidelitySearcher
-from nas.core.searcher import one_of
+from nas.core.options import one_of
 from nas.engine.multi_fidelity_runner import QUERY_FOLD
 from nas.engine.runner import INIT_FOLD
+from nas.experiment.peer_base import Peer, register_peer
 from spaces.files import MissingPackageError
 
 INSTALL_HINT = (
@@ -318,3 +319,18 @@ def run_group(space, options: SyneTuneOptions, keys: jax.Array, objective) -> tu
         repeats.append(len(pairs) - len(set(pairs)))
         trials.append(run.backend.blackbox.trials)
     return out, {"repeats": float(np.mean(repeats)), "trials": float(np.mean(trials))}
+
+
+@register_peer("syne_tune")
+class SyneTunePeer(Peer):
+    """Syne Tune's ASHA or asynchronous Hyperband in its simulator: a multi-fidelity peer (``run_group``
+    runs a group of seeds; ``SyneTuneRun`` is one seed's run, not a proposer)."""
+
+    Options = SyneTuneOptions
+    Proposer = SyneTuneRun
+    multi_fidelity = True
+    installed = staticmethod(import_syne_tune)
+
+    @classmethod
+    def repeats_reason(cls, options: dict) -> str:
+        return "Syne Tune's random searcher samples with replacement"

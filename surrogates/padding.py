@@ -10,7 +10,7 @@ Under ``vmap`` a ``lax.switch`` over bucket sizes executes every branch, so the
 bucket cannot be chosen inside one compiled program. The data size before step
 ``t`` is the same for every seed (``t * batch_size``), so the bucket of each step
 is known on the host: the searcher runs each range of steps with one bucket as
-a static variant of itself (``nas.searchers.bo``, ``nas.engine.host_loop``).
+a static variant of itself (``nas.searchers.bo``, ``nas.engine.chunked_loop``).
 
 ``bucket_size(n, capacity, multiple)``: the smallest multiple of ``multiple``
 >= ``n``, capped at the capacity. A multiple of the MLP mini-batch (32) wastes

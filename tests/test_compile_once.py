@@ -158,8 +158,8 @@ def test_programs_compile_together_in_threads_and_run_without_compiling_again(mo
     import jax
 
     from nas.engine import compile_notice, program_cache
-    from nas.engine.devices import cpu_cores, shard_keys
     from nas.engine.chunked_loop import chunk_bounds, run_chunked, run_programs
+    from nas.engine.devices import cpu_cores, shard_keys
     from nas.searchers import make_searcher
     from spaces.benchmarks.registry import make_benchmark
 

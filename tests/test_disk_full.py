@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from configs import default
-from nas.engine import host_loop
+from nas.engine import chunked_loop
 from nas.experiment import cli
 from nas.experiment.run import run_experiment
 from spaces import files
@@ -35,7 +35,7 @@ def snapshot(wd):
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
 def test_a_full_disk_is_one_line_keeps_every_file_and_the_rerun_resumes(tmp_path, monkeypatch, capsys, code):
     run_experiment(tiny_config(), str(tmp_path / "ref"), progress=False)
-    monkeypatch.setattr(host_loop, "CHECKPOINT_EVERY_S", 0.0)  # a checkpoint after every chunk but the last
+    monkeypatch.setattr(chunked_loop, "CHECKPOINT_EVERY_S", 0.0)  # a checkpoint after every chunk but the last
     config = tiny_config()
     config.chunk_steps = 2  # three chunks: checkpoints after the first and the second
     wd = str(tmp_path / "wd")

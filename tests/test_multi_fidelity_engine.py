@@ -10,7 +10,7 @@ import pytest
 from flax import struct
 
 from nas.core.multi_fidelity import Job, MultiFidelityOptions, MultiFidelitySearcher
-from nas.engine.host_loop import run_chunked
+from nas.engine.chunked_loop import run_chunked
 from nas.engine.multi_fidelity_runner import make_mf_search
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark

@@ -7,8 +7,8 @@ import numpy as np
 from flax import struct
 
 from configs import default
+from nas.engine.chunked_loop import incumbent_stats
 from nas.engine.devices import seed_mesh_size
-from nas.engine.host_loop import incumbent_stats
 from nas.experiment import report as rep
 from nas.experiment.run import run_experiment
 from spaces.benchmarks.objective import Objective

@@ -69,7 +69,7 @@ def main(argv):
     for name in _SEARCHERS.value:
         searcher = make_searcher(name, bench.space, max_queries=q)
         run = make_search(searcher)
-        opts = compiler_options(searcher)  # the searcher's XLA optimization level, as nas.engine.chunked_loop compiles it
+        opts = compiler_options(searcher)  # the XLA optimization level, as nas.engine.chunked_loop compiles it
         many = jax.jit(jax.vmap(run, in_axes=(0, None)), compiler_options=opts)
         t0 = time.perf_counter()
         compiled = many.lower(keys, bench).compile()

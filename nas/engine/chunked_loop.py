@@ -1,4 +1,4 @@
-"""The host loop over compiled chunks (Brax style): progress, checkpoints, resume.
+"""Many seeds of one searcher in compiled chunks (Brax style): progress, checkpoints, resume.
 
 ``run_chunked(searcher, objective, keys, ...)`` runs many seeds of one searcher
 as a sequence of compiled chunks, ``jax.jit(jax.vmap(chunk))``, where a chunk is
@@ -6,7 +6,10 @@ a range of ask/query/tell steps under ``lax.scan``. The ranges are every
 ``chunk_steps`` steps, also cut at the searcher's ``breakpoints()``; each range
 runs ``searcher.program_for(lo, hi)``, a static program (for BO searchers: a fit
 on a fixed padded number of rows, OSS Vizier's padding schedule). A program is
-compiled once per (searcher variant, chunk length) and cached.
+compiled once per (searcher variant, chunk length) and cached. What a step is (a batch of
+queries, or one finished evaluation of a multi-fidelity searcher's simulated workers) and what
+the loop counts and reports between chunks is the searcher's run kind (``nas.engine.run_kinds``),
+chosen once per run.
 
 Between chunks the host draws a progress bar (stderr), reports per-chunk
 metrics through a callback and writes a checkpoint of the whole run state
@@ -35,44 +38,36 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
-from nas.core.multi_fidelity import is_multi_fidelity
-from nas.core.searcher import Searcher
-from nas.engine import checkpoint, program_cache
+from nas.core.contract import Searcher
+from nas.engine import checkpoint, compile_policy, program_cache
 from nas.engine.compile_notice import compile_notice
 from nas.engine.devices import first_value, from_lead, gather_seeds, is_lead, shard_keys, shard_like
-from nas.engine.incumbent import incumbent_indices, top_fidelity_score
-from nas.engine.multi_fidelity_runner import mf_init_state, mf_run_steps
-from nas.engine.program_cache import compile_ahead, compiled, is_compiled
-from nas.engine.runner import History, init_state, last_batch_rows, run_steps
+from nas.engine.incumbent import incumbent_indices
+from nas.engine.program_cache import cached_jit, compile_ahead, is_compiled
+from nas.engine.run_kinds import auto_chunk_steps, evaluations_done, run_kind
+from nas.engine.runner import History
 
 # a checkpoint costs a write and an fsync of the whole run state: for runs of many short chunks, at most
 # one per CHECKPOINT_EVERY_S seconds (a kill then loses at most that much work; resuming stays exact)
 CHECKPOINT_EVERY_S = 30.0
 
 
-def auto_chunk_steps(num_steps: int, target_chunks: int = 10) -> int:
-    """The divisor of ``num_steps`` closest to ``num_steps / target_chunks``.
-
-    A divisor keeps every chunk the same length, so one program is compiled.
-    """
-    want = max(1, num_steps / target_chunks)
-    divisors = [d for d in range(1, num_steps + 1) if num_steps % d == 0]
-    return min(divisors, key=lambda d: (abs(d - want), d))
+__all__ = [  # auto_chunk_steps, evaluations_done: nas.engine.run_kinds's, importable here as before
+    "CHECKPOINT_EVERY_S", "auto_chunk_steps", "chunk_bounds", "chunk_for", "chunk_program", "chunk_programs",
+    "compile_runs", "evaluations_done", "incumbent_stats", "init_program", "queries_done", "resume",
+    "run_chunked", "run_programs", "save_checkpoint", "show_progress",
+]  # fmt: skip
 
 
 def chunk_bounds(searcher: Searcher, chunk_steps: int = 0) -> list[int]:
-    """``[0, ..., num_steps]``: every ``chunk_steps`` steps (0 = auto) and the searcher's breakpoints."""
-    total = searcher.num_steps
-    if not chunk_steps and is_multi_fidelity(searcher):
-        # a bound on evaluations, often without a divisor near total / 10: then ~10 chunks and 2 programs
-        chunk_steps = auto_chunk_steps(total)
-        if not total / 20 <= chunk_steps <= total / 5:
-            chunk_steps = -(-total // 10)
-    chunk_steps = int(chunk_steps) or auto_chunk_steps(total)
+    """``[0, ..., num_steps]``: every ``chunk_steps`` steps (0 = the run kind's choice) and the searcher's
+    breakpoints."""
+    total, kind = searcher.num_steps, run_kind(searcher)
+    chunk_steps = int(chunk_steps) or kind.chunk_steps(searcher)
     if chunk_steps < 1:
         raise ValueError(f"chunk_steps must be >= 1 (or 0 = auto), got {chunk_steps}")
     cuts = set(range(0, total, chunk_steps)) | {t for t in searcher.breakpoints() if 0 < t < total}
-    if last_batch_rows(searcher) is not None and total > 1:
+    if kind.last_rows(searcher) is not None and total > 1:
         cuts.add(total - 1)  # the partial last batch is a program of its own
     return sorted(cuts) + [total]
 
@@ -83,9 +78,8 @@ def init_program(searcher: Searcher, sharding=None, metrics: tuple[str, ...] = (
     ``sharding``: the seed keys' ``NamedSharding`` (``nas.engine.devices``); the state comes out split like
     the keys, also its leaves that do not depend on them (no re-placement program per leaf after it).
     """
-    opts = searcher.init_compiler_options()  # it runs once: options for a short compile
-
-    init = mf_init_state if is_multi_fidelity(searcher) else init_state
+    opts = compile_policy.init_compiler_options(searcher)  # it runs once: options for a short compile
+    init = run_kind(searcher).init_state
 
     def make():
         fn = jax.vmap(lambda k: init(searcher, k, metrics))
@@ -93,7 +87,7 @@ def init_program(searcher: Searcher, sharding=None, metrics: tuple[str, ...] = (
             return jax.jit(fn, compiler_options=opts)
         return jax.jit(fn, out_shardings=sharding, compiler_options=opts)
 
-    return compiled(searcher, _with_metrics(("init", sharding), metrics), 0, make)
+    return cached_jit(searcher, _with_metrics(("init", sharding), metrics), 0, make)
 
 
 def _with_metrics(what, metrics: tuple[str, ...]):
@@ -105,18 +99,17 @@ def chunk_program(searcher: Searcher, length: int, rows: int | None = None, metr
     """``(keys[S], state[S], objective) -> (state[S], metrics[S, length])``: ``length`` steps of ``searcher``
     (``rows``: the last step's partial batch, ``metrics``: those recorded, ``nas.engine.runner.search_step``)."""
 
+    steps = run_kind(searcher).run_steps
+
     def make():
         def one(key, state, objective):
-            if is_multi_fidelity(searcher):  # one finished evaluation per step (nas.engine.multi_fidelity_runner)
-                return mf_run_steps(searcher, objective, key, state, length, metrics)
-            return run_steps(searcher, objective, key, state, length, rows, metrics)
+            return steps(searcher, objective, key, state, length, rows, metrics)
 
         # the state is donated: a chunk updates it in place (one copy of the run state in memory, not two)
-        return jax.jit(
-            jax.vmap(one, in_axes=(0, 0, None)), donate_argnums=1, compiler_options=searcher.compiler_options()
-        )
+        opts = compile_policy.compiler_options(searcher)
+        return jax.jit(jax.vmap(one, in_axes=(0, 0, None)), donate_argnums=1, compiler_options=opts)
 
-    return compiled(searcher, _with_metrics(f"chunk{rows or ''}", metrics), length, make)
+    return cached_jit(searcher, _with_metrics(f"chunk{rows or ''}", metrics), length, make)
 
 
 def incumbent_stats(
@@ -197,7 +190,7 @@ def run_chunked(
     programs compile (``compile_ahead``) and a progress bar go to stderr. ``metrics``: the objective's
     metrics to record in the history and to tell a multi-objective searcher (``nas.engine.runner``).
     """
-    metrics = tuple(metrics)
+    metrics, kind = tuple(metrics), run_kind(searcher)
     bounds = chunk_bounds(searcher, chunk_steps)
     extra = fingerprint_extra + (f" metrics={list(metrics)}" if metrics else "")
     fprint = checkpoint.run_fingerprint(searcher, keys, extra)
@@ -220,17 +213,10 @@ def run_chunked(
         compile_ahead([(p, (keys, state, objective)) for p in programs], name, notice and not new_searcher)
     t0 = t_saved = time.perf_counter()
     done_now = 0
-    mf = is_multi_fidelity(searcher)
-    what = "evaluations" if mf else "queries"
-
-    def done_per_seed(state, step):  # a multi-fidelity run: finished evaluations (mean), not history rows
-        # every process takes part (the gather); only process 0 draws
-        return evaluations_done(gather_seeds(state.history.fidelity)) if mf else queries_done(searcher, step)
-
     if progress and first is not None:  # the bar at once: a first chunk can run for minutes
-        done = done_per_seed(state, step)
+        done = kind.done_per_seed(searcher, state, step)  # every process takes part (a gather); process 0 draws
         if is_lead():
-            show_progress(name, first, num_chunks, done, 0.0, what=what)
+            show_progress(name, first, num_chunks, done, 0.0, what=kind.counts)
     for c in range(num_chunks):
         lo, hi = bounds[c], bounds[c + 1]
         if hi <= step:
@@ -245,7 +231,7 @@ def run_chunked(
         state, chunk_metrics = program(keys, state, objective)
         step = hi
         done_now += 1
-        queries = queries_done(searcher, step)
+        queries = kind.queries_done(searcher, step)
         if on_chunk is not None:
             h = state.history
             info = {
@@ -258,12 +244,9 @@ def run_chunked(
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(chunk_metrics).items()},
             }
             score, rep = gather_seeds((h.score, h.report_score))
-            if mf:  # the incumbent is chosen among top-fidelity evaluations (nas.engine.incumbent)
-                score = top_fidelity_score(score, gather_seeds(h.fidelity), searcher.num_fidelities)
+            score = kind.incumbent_score(searcher, score, h)
             info.update(incumbent_stats(score, rep, queries, report, getattr(objective, "has_test", True)))
-            if mf:
-                info["resource_spent_mean"] = float(np.mean(gather_seeds(state.spent)))
-                info["evaluations_mean"] = evaluations_done(gather_seeds(h.fidelity))
+            info.update(kind.chunk_info(state))
             on_chunk(info)
         if ckpt_path is not None and c < num_chunks - 1:  # the last chunk's state becomes the history
             # process 0's clock decides for every process: the save gathers the state from all of them
@@ -271,27 +254,21 @@ def run_chunked(
                 save_checkpoint(ckpt_path, state, fprint)
                 t_saved, saved = time.perf_counter(), step
         if progress:
-            done = done_per_seed(state, step)
+            done = kind.done_per_seed(searcher, state, step)
             if is_lead():
-                show_progress(name, c + 1, num_chunks, done, time.perf_counter() - t0, what=what)
-    history = state.history if is_multi_fidelity(searcher) else state.history.first(searcher.max_queries)
+                show_progress(name, c + 1, num_chunks, done, time.perf_counter() - t0, what=kind.counts)
+    history = kind.history(searcher, state)
     return history if jax.process_count() == 1 else gather_seeds(history)
-
-
-def evaluations_done(fidelity: np.ndarray) -> float:
-    """Finished evaluations per seed, mean over seeds, of multi-fidelity histories (``fidelity`` int[S, E], -1
-    on the rows no evaluation reached)."""
-    return float(np.mean(np.sum(np.asarray(fidelity) >= 0, axis=-1)))
 
 
 def queries_done(searcher: Searcher, step: int) -> int:
     """Queries per seed after ``step`` steps (a multi-fidelity searcher: evaluations finished, one per step)."""
-    return step if is_multi_fidelity(searcher) else min(step * searcher.batch_size, searcher.max_queries)
+    return run_kind(searcher).queries_done(searcher, step)
 
 
 def chunk_for(searcher: Searcher, lo: int, hi: int, metrics: tuple[str, ...] = ()) -> Callable:
     """The compiled program of steps ``[lo, hi)`` (``rows``: the last step's partial batch)."""
-    rows = last_batch_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
+    rows = run_kind(searcher).last_rows(searcher) if hi == searcher.num_steps and hi - lo == 1 else None
     return chunk_program(searcher.program_for(lo, hi), hi - lo, rows, metrics)
 
 

@@ -31,13 +31,13 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv):
     if len(argv) > 1:
         raise cli.ConfigError(f"unexpected arguments {argv[1:]}; flags look like --config.num_trials=2")
-    from nas.experiment.host_experiment import format_summary, run_host_experiment, validate_host_config
+    from nas.experiment.task_experiment import format_summary, run_task_experiment, validate_task_config
 
-    validate_host_config(_CONFIG.value)
+    searchers = validate_task_config(_CONFIG.value)  # before anything is written
     from nas.engine.devices import enable_compilation_cache
 
     enable_compilation_cache(cli.output_folder(_COMPILATION_CACHE.value, "compilation_cache", ", or '' (no cache)"))
-    summary = run_host_experiment(_CONFIG.value, _WORKDIR.value)
+    summary = run_task_experiment(_CONFIG.value, _WORKDIR.value, searchers=searchers)
     print(format_summary(summary))
     print("trainer:", summary["trainer"])
     print(f"outputs in {_WORKDIR.value}: summary.json, runs/")

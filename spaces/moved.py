@@ -43,10 +43,17 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     "spaces.registry": "spaces.benchmarks.registry",
     "spaces.tabular": "spaces.benchmarks.tabular",
     # 0.3: one Study (nas.host)
+    "nas.host.ask_tell": "nas.host.study",
+    "nas.host.mf_study": "nas.host.study",
+    "nas.host.process_workers": "nas.host.workers.processes",
+    "nas.host.ray_workers": "nas.host.workers.ray",
     # 0.3: study files as data (nas.host storage)
     # 0.3: the searcher contract, options and registry (nas.core, nas.searchers, nas.engine.program_cache)
+    "nas.core.xla_options": "nas.engine.compile_policy",
     # 0.3: the chunked loop and import cycles (nas.engine, policies, spaces)
+    "nas.engine.host_loop": "nas.engine.chunked_loop",
     # 0.3: the run plan (nas.experiment, scripts)
+    "nas.experiment.host_experiment": "nas.experiment.task_experiment",
 }
 
 

@@ -7,9 +7,9 @@ from configs import default, language_search, nb201_tnas
 from nas.engine import budget as budget_module
 from nas.engine.budget import Budget, BudgetError, check_budget, run_state_bytes
 from nas.experiment.config import ConfigError, validate_config
-from nas.experiment.host_experiment import run_host_experiment, validate_host_config
+from nas.experiment.task_experiment import run_task_experiment, validate_task_config
 from nas.experiment.run import run_experiment
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 from spaces import hpo, nb101, nb201
 
 
@@ -36,8 +36,8 @@ def language(tmp_path, **over):
     config.searchers.random.batch_size = over.pop("batch_size", 2)
     for k, v in over.items():
         setattr(config, k, v)
-    validate_host_config(config)
-    run_host_experiment(config, str(tmp_path / "wd"))
+    validate_task_config(config)
+    run_task_experiment(config, str(tmp_path / "wd"))
 
 
 def meta_train(tmp_path, **over):
@@ -85,7 +85,7 @@ def test_every_budget_field_is_refused_up_front_at_every_entry_point(tmp_path, e
 
 
 def test_memory_estimate_is_the_run_state_and_names_what_to_lower(monkeypatch):
-    from nas.core.searcher import make_searcher
+    from nas.searchers import make_searcher
 
     searcher = make_searcher("random_search", nb201.SPACE, max_queries=150)
     per_trial = run_state_bytes(searcher)
@@ -121,6 +121,6 @@ def test_only_validates_the_searchers_that_run():
     host = language_search.get_config("genetic_digits")
     host.searchers.mcts.exploration = -1.0
     with pytest.raises(ConfigError, match="exploration"):
-        validate_host_config(host)
+        validate_task_config(host)
     host.only = "random"
-    validate_host_config(host)
+    validate_task_config(host)

@@ -21,9 +21,9 @@ def test_config_loads_and_validates(name):
     config = module.get_config()
     assert module.__doc__ and "python -m scripts." in module.__doc__, f"configs/{name}.py: docstring lacks its command"
     if "task" in config:  # a host-side search with real training (scripts.language_search)
-        from nas.experiment.host_experiment import validate_host_config
+        from nas.experiment.task_experiment import validate_task_config
 
-        validate_host_config(config)
+        validate_task_config(config)
     elif "searchers" in config:  # a search experiment (scripts.train); bananas_predictor feeds another script
         validate_config(config)
 
@@ -44,3 +44,50 @@ def test_loading_configs_does_not_start_a_jax_backend():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CONFIG_DIR.parent
     )
     assert out.stdout.strip() == "0", out.stderr[-2000:]
+
+
+def test_a_config_becomes_a_plan_once_with_each_searchers_options_built_once(monkeypatch, tmp_path):
+    """``make_plan`` reads the config once: one options build and one check of each budget part per searcher
+    (fields when the plan is made, the space and the memory when the searchers are built on the benchmark)."""
+    import dataclasses
+
+    from configs import default
+    from nas.experiment import config as experiment_config
+    from nas.experiment import registry
+    from nas.experiment.plan import RunPlan, make_plan
+
+    calls = []
+
+    def counted(name, fn):
+        def wrapped(*a, **k):
+            calls.append(name)
+            return fn(*a, **k)
+
+        return wrapped
+
+    monkeypatch.setattr(registry, "make_entry_options", counted("options", registry.make_entry_options))
+    for check in ("check_fields", "check_space", "check_memory"):
+        monkeypatch.setattr(experiment_config, check, counted(check, getattr(experiment_config, check)))
+    config = default.get_config()
+    config.num_trials, config.max_queries, config.only = 2, 10, "random_search,local_search"
+    calls.clear()  # the config file lists every option (searcher_configs): not the run's
+    plan = make_plan(config, str(tmp_path / "wd"))
+    assert isinstance(plan, RunPlan) and list(plan.searchers) == ["random_search", "local_search"]
+    assert list(plan.entries) == list(config.searchers)  # every entry: the reports read finished ones
+    assert (plan.num_trials, plan.max_queries, plan.benchmark) == (2, 10, "nb201/cifar10")
+    assert plan.workdir == str(tmp_path / "wd") and plan.trial_keys().shape == (2, 2)
+    assert calls == ["options", "check_fields"] * 2
+    searchers = plan.build_searchers(plan.load_benchmark())
+    assert calls[4:] == ["check_space", "check_memory"] * 2
+    assert searchers["local_search"].options == plan.searchers["local_search"].options
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.max_queries = 5
+
+
+def test_the_renamed_task_experiment_keeps_its_old_names_for_a_release():
+    from nas.experiment import task_experiment
+
+    with pytest.warns(DeprecationWarning, match="validate_host_config is now .*validate_task_config"):
+        assert task_experiment.validate_host_config is task_experiment.validate_task_config
+    with pytest.warns(DeprecationWarning, match="run_task_experiment"):
+        assert task_experiment.run_host_experiment is task_experiment.run_task_experiment

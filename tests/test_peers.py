@@ -125,3 +125,29 @@ def test_tpe_says_when_it_compiles_and_shows_every_query(capsys):
     assert bars[:2] == [["0/2 seed groups", " 1 queries/seed"], ["0/2 seed groups", " 2 queries/seed"]]
     assert ["1/2 seed groups", " 12 queries/seed"] in bars and bars[-1] == ["2/2 seed groups", " 12 queries/seed"]
     assert len(bars) == 2 * 12 + 2  # a redraw per query, and one per finished group
+
+
+def test_peers_are_registered_beside_the_searchers_and_the_command_names_none():
+    """A config entry names a compiled searcher or a peer through one lookup; the class says which."""
+    import os
+
+    from nas.experiment import registry
+    from nas.experiment.peer_base import Peer
+    from spaces.names import UnknownName
+
+    assert set(peers.available_peers()) == {"tpe", "syne_tune", "optuna_mo", "syne_tune_morea"}
+    for name, cls in peers.PEERS.items():
+        assert issubclass(cls, Peer) and cls.registry_name == name and registry.runs_on_host(name)
+    assert not registry.runs_on_host("random_search") and not registry.runs_on_host("asha")
+    assert registry.is_multi_fidelity("syne_tune") and registry.is_multi_fidelity("asha")
+    assert not registry.is_multi_fidelity("tpe")
+    assert registry.repeats_reason("syne_tune", {}) == "Syne Tune's random searcher samples with replacement"
+    assert registry.repeats_reason("tpe", {"repeats": "requery"}) == "plain Optuna re-queries repeated proposals"
+    assert registry.repeats_reason("random_search", {}) == "the space is nearly exhausted"
+    with pytest.raises(UnknownName, match=r"unknown searcher 'tpee'.*Did you mean \['tpe'\]"):
+        registry.registered_class("tpee")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for path in ("scripts/train.py", "nas/experiment/run.py", "nas/experiment/plan.py"):
+        source = open(os.path.join(root, path), encoding="utf-8").read()
+        assert not [n for n in peers.PEERS if f'"{n}"' in source], path
+        assert "isinstance(searcher, peers.Peer)" not in source and "peers.PEERS" not in source, path

@@ -9,6 +9,6 @@
 - ``cost_axis``: every searcher's incumbent against compute (full evaluations, cost, simulated wall-clock).
 - ``peers``: other libraries' searchers (Optuna's TPE, Syne Tune's) run from a Python loop beside ours;
   ``peer_base`` (what a peer is, and its registry), ``tpe_peer``, ``syne_tune_peer``, ``mo_peers``.
-- ``host_experiment``: experiments whose evaluations run on the host (language spaces, real training).
+- ``task_experiment``: experiments on a training task (language spaces, each architecture really trained).
 - ``cli``: one-line errors and exit codes for the command-line scripts.
 """

@@ -1,7 +1,7 @@
-"""Experiments with host-side evaluation: searchers x seeds on a language task with real training.
+"""Experiments on a training task: searchers x seeds on a language task, each architecture really trained.
 
 A config (``configs/language_search.py``) has the fields of ``nas.experiment.config`` that a
-host search needs, with ``task`` in place of ``benchmark``::
+search through the tuner (``nas.host``) needs, with ``task`` in place of ``benchmark``::
 
     task          a language task (spaces.language.tasks: digits_cnn, diabetes_mlp, genetic_digits, genetic)
     dataset       optional data set in place of the task's (digits, diabetes, cifar10)
@@ -14,7 +14,7 @@ host search needs, with ``task`` in place of ``benchmark``::
     only          comma-separated searcher labels to run ("" = all)
     searchers     label -> {"name": registered searcher, **its options} (searcher_configs)
 
-``run_host_experiment`` runs each (searcher, trial) with ``nas.host.host_search.run_host_search``
+``run_task_experiment`` runs each (searcher, trial) with ``nas.host.host_search.run_host_search``
 and saves it as ``runs/<label>_<trial>.npz`` (a rerun in the same workdir skips saved runs),
 then writes ``summary.json``: per searcher and budget, the mean and standard error over trials
 of the incumbent's validation score and of its test score, architectures trained, wall time.
@@ -37,10 +37,11 @@ from spaces.data_files import read_json, read_npz
 from spaces.files import savez_atomic, write_text_atomic
 
 REQUIRED = ("task", "num_trials", "max_queries", "seed", "searchers")
+RENAMED = {"validate_host_config": "validate_task_config", "run_host_experiment": "run_task_experiment"}  # 0.3
 RUN_FIELDS = ("tokens", "valid", "test", "cost", "wall_s")  # what every saved run holds
 
 
-def validate_host_config(config) -> dict[str, SearcherPlan]:
+def validate_task_config(config) -> dict[str, SearcherPlan]:
     """One-line ``ConfigError`` for anything that would fail later (before any training); returns the
     selected searchers' plans (options built once, budgets: ``nas.experiment.config.SearcherPlan``)."""
     from spaces.language.datasets import TASKS as DATASETS
@@ -77,13 +78,14 @@ def validate_host_config(config) -> dict[str, SearcherPlan]:
     return check_selected(config, seed_span=int(cfg["num_trials"]))  # trial i runs with seed + i
 
 
-def run_host_experiment(config, workdir: str, log=print) -> dict:
-    """Runs every selected searcher ``num_trials`` times; returns (and writes) the summary."""
+def run_task_experiment(config, workdir: str, log=print, searchers: dict[str, SearcherPlan] | None = None) -> dict:
+    """Runs every selected searcher ``num_trials`` times; returns (and writes) the summary. ``searchers``:
+    the plans ``validate_task_config(config)`` returned, when the caller validated first (not checked again)."""
     import dataclasses
 
     from spaces.language.tasks import make_task
 
-    searchers = validate_host_config(config)
+    searchers = validate_task_config(config) if searchers is None else searchers
     cfg = to_dict(config)
     space, dataset = dict(get(cfg, "space", {})), get(cfg, "dataset", "")
     task = make_task(cfg["task"], dataset=dataset, space=space, **dict(get(cfg, "train", {})))
@@ -177,3 +179,13 @@ def format_summary(summary: dict) -> str:
         cells = "".join(f"{s['at'][b]['reported']:>9.2f} +- {s['at'][b]['reported_se']:<4.2f}" for b in budgets)
         lines.append(label.ljust(24) + cells + f"    {s['wall_s']:.0f}")
     return "\n".join(lines)
+
+
+def __getattr__(name: str):
+    """The names of 0.2 (``nas.experiment.host_experiment``), for one release, with a DeprecationWarning."""
+    if name in RENAMED:
+        import warnings
+
+        warnings.warn(f"{__name__}.{name} is now {__name__}.{RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

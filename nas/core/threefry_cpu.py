@@ -12,11 +12,13 @@ operands are also flattened to one dimension first: under ``vmap`` a draw's shap
 tokens, values]``, and LLVM unrolls and vectorizes such small inner dimensions once per draw (GP-BO's
 programs, 20 seeds: 54.3 s of compile unrolled, 41.7 s unrolled and flat; BANANAS 19.6 and 17.5 s).
 
-``install()`` registers the flat, unrolled lowering for the CPU platform (idempotent; ``nas.core`` calls it on
-import). The hash is integer arithmetic that wraps exactly, so the bits, and every number derived from
-them, are the same as with JAX's own CPU lowering (``tests/test_threefry_cpu.py`` checks the paper's known
-answers and JAX's outputs bit for bit). It changes how programs traced afterwards in the process are
-lowered, also a user's own JAX programs, never their results.
+``install()`` registers the flat, unrolled lowering for the CPU platform (idempotent). Importing the library
+installs nothing: the engine calls it before it traces a searcher's program
+(``nas.engine.compile_policy.prepare_compile``: from ``make_search``, ``make_mf_search``, the program cache
+and the compile options). The hash is integer arithmetic that wraps exactly, so the bits, and every number
+derived from them, are the same as with JAX's own CPU lowering (``tests/test_threefry_cpu.py`` checks the
+paper's known answers and JAX's outputs bit for bit). From then on it changes how programs traced in the
+process are lowered, also a user's own JAX programs, never their results.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.engine.compile_policy import prepare_compile
 from nas.engine.runner import INIT_FOLD, told_scores
 from spaces.benchmarks.metrics import missing_metrics
 
@@ -246,6 +247,7 @@ def mf_run_steps(
 
 def make_mf_search(searcher: MultiFidelitySearcher, metrics: tuple[str, ...] = ()):
     """``run(key, objective) -> MFHistory`` for one seed; ``vmap`` it over keys (``metrics``: to record)."""
+    prepare_compile()  # the engine's lowering of JAX's random bits, before the run is traced
 
     def run(key: jax.Array, objective) -> MFHistory:
         state = mf_init_state(searcher, key, tuple(metrics))

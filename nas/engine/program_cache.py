@@ -25,12 +25,14 @@ from __future__ import annotations
 import collections
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
 
 from nas.engine.compile_notice import compile_notice
+from nas.engine.compile_policy import prepare_compile
 from nas.engine.compiler_memory import trim_after_compiles
 from nas.engine.devices import cpu_cores
 
@@ -42,12 +44,14 @@ _COMPILED: set = set()  # (program id, argument tree, argument shapes) compiled 
 bar_open = [False]  # a progress bar is drawn on stderr's current line (chunked_loop.show_progress)
 
 
-def compiled(searcher, what, length: int, make: Callable[[], Callable]) -> Callable:
-    """The jitted program ``make()`` for ``(searcher, what, length)``, cached (LRU) across calls.
+def cached_jit(searcher, what, length: int, make: Callable[[], Callable]) -> Callable:
+    """The jitted function ``make()`` for ``(searcher, what, length)``, cached (LRU) across calls.
 
-    Searchers compare by class, space and options (``nas.core.contract``), so a new
-    searcher object with the same options reuses the compiled program.
+    Searchers compare by class, space and options (``nas.core.contract``), so a new searcher object with
+    the same options reuses the jitted function and its compiled programs. The engine's lowering of
+    JAX's random bits is installed before ``make()`` traces anything (``compile_policy.prepare_compile``).
     """
+    prepare_compile()
     trim_after_compiles()  # the compiler's freed heap does not add to the run's peak memory
     key = (searcher, what, length)
     if key in _PROGRAMS:
@@ -138,3 +142,14 @@ def compile_ahead(programs: list[tuple[Callable, tuple]], label: str, notice: bo
                 for future in futures:
                     future.result()  # a failed compile raises here
         _COMPILED.update(key for _, _, key in new)
+
+
+def __getattr__(name: str):
+    if name == "compiled":  # the 0.2 name: it returns a cached jit, not a compiled program
+        warnings.warn(
+            "nas.engine.program_cache.compiled is renamed cached_jit (the old name goes in nasjax 0.4)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cached_jit
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

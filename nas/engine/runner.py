@@ -3,7 +3,7 @@
 ``make_search(searcher) -> run(key, objective) -> History`` scans
 ask -> query -> tell until the searcher's query budget is spent. Step ``t``
 uses keys derived with ``jax.random.fold_in(key, t)``, so a run split into
-chunks (the host loop in ``nas.engine.chunked_loop``) gives exactly the same numbers as
+chunks (the chunked loop in ``nas.engine.chunked_loop``) gives exactly the same numbers as
 one uninterrupted scan.
 
 The objective (a table or a training task: ``query(key, tokens[B, N]) ->
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
+from nas.engine.compile_policy import prepare_compile
 from spaces.benchmarks.metrics import missing_metrics, objective_vector
 
 INIT_FOLD = 0x7FFFFFFF  # init key = fold_in(key, INIT_FOLD); step t uses fold_in(key, t)
@@ -158,6 +159,7 @@ def make_search(searcher: Searcher, metrics: tuple[str, ...] = ()):
     metrics to record (and to tell a multi-objective searcher), in order.
     """
     metrics = tuple(metrics)
+    prepare_compile()  # the engine's lowering of JAX's random bits, before the run is traced
 
     def run(key: jax.Array, objective) -> History:
         state = init_state(searcher, key, metrics)

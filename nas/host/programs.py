@@ -3,7 +3,7 @@
 A plain ``CategoricalSpace`` (a ``{name: [values]}`` space) or a declared order-aware ``HPOSpace`` has
 jittable methods that depend on its shape alone, so every Study on a space of that shape runs its
 searcher on one shared space (``program_space``) and reuses its compiled programs
-(``nas.engine.program_cache.compiled``).
+(``nas.engine.program_cache.cached_jit``).
 
 Searchers whose steps are gathers and compares (a light ``compile_profile``: random search, regularized
 evolution, local search; ``nas.engine.compile_policy.study_compiler_options``) compile their Study
@@ -21,7 +21,7 @@ import jax
 from nas.core.contract import Searcher
 from nas.engine.compile_policy import study_compiler_options
 from nas.engine.devices import default_compilation_cache
-from nas.engine.program_cache import compiled
+from nas.engine.program_cache import cached_jit
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 from spaces.hpo import HPOSpace
@@ -46,7 +46,7 @@ def program_space(space: Space) -> Space:
 
 def study_programs(searcher: Searcher) -> tuple:
     """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
-    searcher (``nas.engine.program_cache.compiled``). The step keys are derived inside ``ask``, as
+    searcher (``nas.engine.program_cache.cached_jit``). The step keys are derived inside ``ask``, as
     ``nas.engine.runner.search_step`` does, so no key operation compiles on its own."""
     default_compilation_cache()  # kept on disk for the next process with this searcher (nas.engine.devices)
     opts, init_opts = study_compiler_options(searcher)  # level 0 for gather/compare-bound steps; init runs once
@@ -60,7 +60,7 @@ def study_programs(searcher: Searcher) -> tuple:
         return tokens, state, k_tell
 
     return (
-        compiled(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
-        compiled(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
-        compiled(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
+        cached_jit(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
+        cached_jit(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
+        cached_jit(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
     )

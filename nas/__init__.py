@@ -34,9 +34,9 @@ __version__ = "0.3.0.dev0"
 # public name -> "module:attribute"; a module that moved is followed to its new path (spaces.moved)
 _EXPORTS: dict[str, str] = {
     # the tuner (Optuna's names)
-    "create_study": "nas.host.ask_tell:Study",
-    "load_study": "nas.host.study_base:StudyBase.load",
-    "Study": "nas.host.ask_tell:Study",
+    "create_study": "nas.host.study:create_study",
+    "load_study": "nas.host.study:load_study",
+    "Study": "nas.host.study:Study",
     "Trial": "nas.host.trials:Trial",
     "TrialPruned": "nas.host.trials:TrialPruned",
     "NoTrialNow": "nas.host.trials:NoTrialNow",

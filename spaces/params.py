@@ -2,7 +2,7 @@
 
 ::
 
-    from nas.host.ask_tell import Study
+    from nas.host.study import Study
     from spaces.params import Categorical, Float, Int
 
     study = Study({

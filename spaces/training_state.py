@@ -9,7 +9,7 @@ checkpoint, never half of one. ``load_state(folder, like)`` reads it back into t
 folder holds no checkpoint. The bits are kept exactly (float32 stays float32), so a training resumed
 from a checkpoint computes what the uninterrupted one computes.
 
-A trial of a multi-fidelity study (``nas.host.mf_study``) saves into its own ``checkpoint_dir`` and a
+A trial of a multi-fidelity study (``nas.host.job_driver``) saves into its own ``checkpoint_dir`` and a
 promotion loads from its ``parent_checkpoint_dir`` (``latest_state``: its own folder first, where a
 restarted trial has already got further).
 """

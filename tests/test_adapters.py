@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 from spaces.params import Float, Int
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}

@@ -10,7 +10,7 @@ import pickle
 import pytest
 
 from nas.host import pruning
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 from tests.mf_tables import BUDGETS, score
 
 SPACE = {"a": list(range(5)), "b": list(range(5)), "c": list(range(5))}  # the shape of tests/mf_tables' SPACE

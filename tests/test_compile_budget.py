@@ -54,7 +54,7 @@ def test_default_cache_leaves_a_configured_cache_and_can_be_turned_off(no_cache_
 
 
 def test_a_study_turns_the_cache_on(no_cache_configured, monkeypatch, tmp_path):
-    from nas.host.ask_tell import Study
+    from nas.host.study import Study
 
     monkeypatch.setenv(devices.CACHE_ENV, str(tmp_path / "cache"))
     Study({"a": [1, 2, 3], "b": [4, 5]}, "random_search", max_queries=3).optimize(lambda p: p["a"], n_trials=3)

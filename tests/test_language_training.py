@@ -3,7 +3,7 @@
 Small real runs with asserted thresholds: a fixed digits CNN learns (chance is 0.1), a diabetes
 MLP beats the mean predictor (MSE 1 on the standardised target), a vmapped group equals its
 members trained one at a time, results are deterministic and memoized, invalid strings score
-``-inf``; searchers drive the trainer through ``nas.host.ask_tell.Study`` without repeating a query.
+``-inf``; searchers drive the trainer through ``nas.host.study.Study`` without repeating a query.
 """
 
 import functools

@@ -100,7 +100,7 @@ def test_old_workdir_histories_load_without_the_multi_fidelity_fields(tmp_path):
 
 
 def test_a_study_refuses_a_multi_fidelity_searcher():
-    from nas.host.ask_tell import Study
+    from nas.host.study import Study
 
     with pytest.raises(ValueError, match="'hyperband' is a multi-fidelity searcher"):
         Study({"x": [1, 2, 3]}, searcher="hyperband")

@@ -9,7 +9,7 @@ import pytest
 
 from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark
 
@@ -78,9 +78,10 @@ def test_failed_values_errors_journal_and_dataframe(tmp_path):
         study.tell(trial, 0.5)
     with pytest.raises(TypeError, match="2 objectives"):
         study.tell(trial, [0.5, 1.0, 2.0])
-    with pytest.raises(ValueError, match="finite"):
-        study.tell(trial, [0.5, float("inf")])
-    study.tell(trial, (0.5, 3.0))
+    with pytest.warns(UserWarning, match=r"\(0.5, inf\); recorded as a failed evaluation"):
+        study.tell(trial, [0.5, float("inf")])  # the one rule of tell: an infinity is a failed evaluation
+    assert trial.state == "failed" and trial.values is None
+    study.tell(study.ask(), (0.5, 3.0))
     df = study.trials_dataframe()
     assert {"values_0", "values_1"} <= set(df.columns) and "value" not in df.columns
     assert df["values_1"].tolist()[-1] == 3.0 and np.isnan(df["values_0"][failed[0].number])

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from nas.host.ask_tell import Study
 from nas.host.pruning import ASHAPruner, HyperbandPruner, make_pruner
+from nas.host.study import Study
 from nas.host.trials import TrialPruned
 
 NAN = float("nan")

@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from nas.host.ask_tell import Study
 from nas.host.storage import StorageError
+from nas.host.study import Study
 from nas.host.trials import NoTrialNow
 from tests.mf_tables import BUDGETS, SPACE, score
 
@@ -56,7 +56,7 @@ def test_a_journal_rebuilds_a_multi_fidelity_study_that_continues_identically(tm
     assert summary(loaded) == summary(study)
     assert loaded.trials[0].intermediate_values == {} and loaded.pending()[0].intermediate_values == {0.5: 1.25}
     assert [t.datetime_complete for t in loaded.trials] == [t.datetime_complete for t in study.trials]
-    assert (loaded._schedule.step, loaded._schedule.spent) == (study._schedule.step, study._schedule.spent)
+    assert (loaded._driver.schedule.step, loaded.spent) == (study._driver.schedule.step, study.spent)
     for s in (study, loaded):  # both go on the same way: the searcher's state was rebuilt exactly
         s.optimize(curve, n_workers=1)
     assert summary(loaded) == summary(study) and len(study.trials) > 14
@@ -99,7 +99,7 @@ def test_sqlite_keeps_a_pruned_single_fidelity_study_and_the_dataframe(tmp_path)
 
 CHILD = """
 import os, sys
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 from tests.mf_tables import BUDGETS, SPACE
 from tests.test_tuner_storage import logged
 

@@ -1,4 +1,4 @@
-"""The multi-fidelity Study (nas/host/mf_study.py, mf_schedule.py): its decisions are the compiled engine's.
+"""The multi-fidelity Study (nas/host/job_driver.py, mf_schedule.py): its decisions are the compiled engine's.
 
 An engine run with W workers on a hand-made table (tests/mf_tables.py) is replayed through the Study in
 the order its results arrived: the Study must ask for exactly the jobs the engine dispatched (tokens,
@@ -14,9 +14,8 @@ import pytest
 from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.ask_tell import Study
-from nas.host.mf_study import MultiFidelityStudy
 from nas.host.multi_fidelity import run_host_mf_search
+from nas.host.study import Study
 from nas.host.trials import BudgetSpent, NoTrialNow
 from tests.mf_tables import BUDGETS, SPACE, python_engine, score, toy_table
 
@@ -55,7 +54,7 @@ def test_replaying_the_engine_arrival_order_gives_its_decisions(name, workers):
     for k in ("tokens", "fidelity", "score"):
         np.testing.assert_array_equal(loop[k], engine[k][: len(loop[k])], err_msg=k)
     study = Study(SPACE, name, direction="maximize", seed=2, continues=False, **options)  # a table: full charges
-    assert isinstance(study, MultiFidelityStudy) and study.workers == workers
+    assert type(study) is Study and study.workers == workers  # one class: the job driver inside
     rows = replay(study, engine, workers)
     asked = [(tuple(t.tokens.tolist()), t.fidelity, -1 if t.parent is None else study.trials[t.parent].fidelity)
              for t in study.trials]  # fmt: skip

@@ -4,8 +4,8 @@ processes or Ray tasks; reports and pruning across processes; a worker that dies
 import numpy as np
 import pytest
 
-from nas.host.ask_tell import Study
 from nas.host.pruning import ASHAPruner
+from nas.host.study import Study
 from tests.mf_tables import BUDGETS, SPACE
 from tests.tuner_objectives import mf_training, pruned_training
 

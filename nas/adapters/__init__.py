@@ -8,7 +8,7 @@
 - ``nas.adapters.ray_multi_fidelity.MultiFidelitySearch``: a multi-fidelity searcher as a Ray Tune ``Searcher``
   with the ``TrialScheduler`` that pauses trials at their budgets and resumes promotions from checkpoints.
 
-The single-fidelity adapters drive a ``nas.host.ask_tell.Study`` through ``nas.adapters.bridge.StudyBridge``;
-the multi-fidelity ones a ``nas.host.mf_study.MultiFidelityStudy``. Optuna and Ray are optional: each adapter
+The single-fidelity adapters drive a ``nas.host.study.Study`` through ``nas.adapters.bridge.StudyBridge``;
+the multi-fidelity ones a ``nas.host.study.Study``. Optuna and Ray are optional: each adapter
 module imports its tool when it is imported and says how to install it.
 """

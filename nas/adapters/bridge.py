@@ -2,8 +2,8 @@
 
 Optuna and Ray Tune hand out and finish trials by their own ids (an Optuna trial number, a Ray
 trial id string), from several threads, in any order. ``StudyBridge`` maps those ids onto the
-trials of one ``nas.host.ask_tell.Study`` (the registered searcher asked and told one batch at a
-time, ``nas/host/ask_tell.py``) under a lock:
+trials of one ``nas.host.study.Study`` (the registered searcher asked and told one batch at a
+time, ``nas/host/batch_driver.py``) under a lock:
 
 - ``propose(key)`` hands out the next configuration of the searcher's current batch, or None
   when every trial of that batch is out and not yet told (the searcher updates on whole
@@ -28,7 +28,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from nas.core.searcher import make_options
-from nas.host.ask_tell import Study, Trial
+from nas.host.study import Study, Trial
 
 
 class BudgetSpent(RuntimeError):
@@ -98,9 +98,7 @@ class StudyBridge:
 
     def room(self) -> int:
         """Trials that can be handed out now (the rest of the current batch, within the budget)."""
-        s = self.study
-        in_batch = s.batch_size - len(s._batch) if s._batch_tokens is not None else s.batch_size
-        return min(in_batch, s.max_queries - len(s.trials))
+        return self.study._driver.room()
 
     def spent(self) -> bool:
         return len(self.study.trials) >= self.study.max_queries

@@ -24,7 +24,7 @@ its pruner: the searcher decides which configuration runs, to which budget, and 
 
 **How a promotion maps onto Optuna's trials.** Optuna has no "continue trial k": a trial runs once. Each
 Optuna trial is therefore one *evaluation* of the searcher: a configuration trained to a budget. The
-sampler asks the searcher (``nas.host.mf_study.MultiFidelityStudy``) when the trial starts and hands it
+sampler asks the searcher (``nas.host.study.Study``) when the trial starts and hands it
 the configuration (``sample_relative``) and, in ``trial.user_attrs``, ``budget`` (the fidelity's value),
 ``fidelity`` (its index), ``parent`` (for a promotion: the number of the Optuna trial whose training it
 continues, else None), ``checkpoint_dir`` and ``parent_checkpoint_dir`` (folders under ``directory``,
@@ -75,7 +75,8 @@ except ImportError as e:  # optional dependency
     raise ImportError("nas.adapters.optuna_multi_fidelity needs Optuna: pip install optuna") from e
 
 from nas.adapters.optuna_sampler import _declaration, _distribution, _draw
-from nas.host.mf_study import MultiFidelityStudy as Study
+from nas.host.job_driver import check_multi_fidelity
+from nas.host.study import Study
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, checkpoint_key
 from spaces.params import Categorical, Float, Int
 
@@ -109,6 +110,7 @@ class MultiFidelitySampler(BaseSampler):
         self._args = dict(space=decls, searcher=searcher, seed=int(seed), max_queries=max_queries,
                           fidelities=tuple(fidelities), workers=int(workers), continues=bool(continues),
                           **searcher_options)  # fmt: skip
+        check_multi_fidelity(searcher)
         Study(direction="minimize", **self._args)  # names, options and the space checked now, not in a trial
         self.directory = None if directory is None else os.fspath(directory)
         self._study: Study | None = None
@@ -126,7 +128,7 @@ class MultiFidelitySampler(BaseSampler):
 
     @property
     def study(self):
-        """The ``nas.host.mf_study.MultiFidelityStudy`` behind the sampler (None before the first trial)."""
+        """The ``nas.host.study.Study`` behind the sampler (None before the first trial)."""
         return self._study
 
     def job(self, number: int) -> Trial | None:

@@ -14,7 +14,7 @@
     study = optuna.create_study(direction="minimize", sampler=sampler)
     study.optimize(objective, n_trials=50)
 
-The searcher runs through ``nas.host.ask_tell.Study`` (host ask/tell, ``nas/adapters/bridge.py``): each
+The searcher runs through ``nas.host.study.Study`` (host ask/tell, ``nas/adapters/bridge.py``): each
 Optuna trial gets the next configuration of the searcher's batch (Optuna's relative sampling), and
 the searcher is told once all trials of its batch are finished.
 
@@ -275,5 +275,5 @@ class SearcherSampler(BaseSampler):
 
     @property
     def study(self):
-        """The ``nas.host.ask_tell.Study`` behind the sampler (None until the first searcher trial)."""
+        """The ``nas.host.study.Study`` behind the sampler (None until the first searcher trial)."""
         return self._bridge.study

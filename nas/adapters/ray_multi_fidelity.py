@@ -1,6 +1,6 @@
 """A multi-fidelity searcher (ASHA, Hyperband, BOHB, successive halving, mf-BANANAS) in a Ray Tune ``Tuner``: a
 ``Searcher`` that proposes its configurations and a ``TrialScheduler`` that stops, pauses and promotes trials,
-both driven by one ``nas.host.mf_study.MultiFidelityStudy``.
+both driven by one ``nas.host.study.Study``.
 
 ::
 
@@ -68,7 +68,8 @@ except ImportError as e:  # optional dependency
     raise ImportError('nas.adapters.ray_multi_fidelity needs Ray Tune: pip install "ray[tune]"') from e
 
 from nas.adapters.ray_tune import _GRID, declared_params
-from nas.host.mf_study import MultiFidelityStudy as Study
+from nas.host.job_driver import check_multi_fidelity
+from nas.host.study import Study
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial
 from spaces.base import Space
 from spaces.data_files import read_pickle
@@ -104,6 +105,7 @@ class MultiFidelitySearch(Searcher):
             self._space = declared_params(space, lists=True)
         self._args = dict(searcher=searcher, seed=int(seed), max_queries=max_queries, fidelities=tuple(fidelities),
                           workers=int(workers), continues=bool(continues), **searcher_options)  # fmt: skip
+        check_multi_fidelity(searcher)
         Study({"x": [0, 1]}, **self._args)  # the searcher's name and options checked now
         self.time_attr = time_attr
         self.study: Study | None = None

@@ -18,7 +18,7 @@
     )
     tuner.fit()
 
-The searcher runs through ``nas.host.ask_tell.Study`` (host ask/tell, ``nas/adapters/bridge.py``) on
+The searcher runs through ``nas.host.study.Study`` (host ask/tell, ``nas/adapters/bridge.py``) on
 the Tune driver; only the configurations travel to the workers.
 
 - **Space.** ``tune.choice``, ``tune.uniform``, ``tune.loguniform``, ``tune.quniform``,
@@ -219,5 +219,5 @@ class SearcherSearch(Searcher):
 
     @property
     def study(self):
-        """The ``nas.host.ask_tell.Study`` behind the searcher (None until the first suggestion)."""
+        """The ``nas.host.study.Study`` behind the searcher (None until the first suggestion)."""
         return self._bridge.study

@@ -1,4 +1,4 @@
-"""Searches whose evaluation runs on the host: registered searchers, ``nas.host.ask_tell.Study``, a batch evaluator.
+"""Searches whose evaluation runs on the host: registered searchers, ``nas.host.study.Study``, a batch evaluator.
 
 The compiled runner (``nas.engine.runner``) needs ``query(key, tokens)`` under jit. Objectives that
 cannot be traced (networks compiled from a language space, whose shapes depend on the token
@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nas.engine.incumbent import incumbent_indices
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 
 
 def run_host_search(

@@ -1,8 +1,8 @@
-"""What every host Study shares: trials by number under a lock, reports and pruning, storage and replay,
-workers, and Optuna's ``trials_dataframe``.
+"""What a Study keeps around its searcher: trials by number under a lock, reports and pruning, storage
+and replay, and Optuna's ``trials_dataframe``.
 
-A Study (``nas.host.ask_tell.Study``, single fidelity; ``nas.host.mf_study.MultiFidelityStudy``) owns the
-searcher; ``StudyBase`` gives it the rest:
+``nas.host.study.Study`` owns the searcher (through its batch or job driver); ``StudyBase`` gives it the
+rest:
 
 - **By number, from several threads.** ``tell``, ``report`` and ``should_prune`` take a trial or its
   number and hold the study's lock, so an outside tool (an Optuna pruner, a Ray Tune scheduler) can
@@ -10,8 +10,8 @@ searcher; ``StudyBase`` gives it the rest:
 - **Reports.** ``report(trial, step, value)`` records an intermediate value; with a pruner
   (``nas.host.pruning``) it decides whether the trial stops. Once stopped, a trial stays stopped.
 - **Storage.** With ``storage=`` every event is appended to a journal or an SQLite file
-  (``nas.host.storage``) before the study goes on; ``Study.load(path)`` rebuilds the study by replaying
-  them through the same compiled ``ask``/``tell`` (each trial's tokens are checked) and continues it.
+  (``nas.host.storage``) before the study goes on; ``Study.load(path)`` (``load_study``) rebuilds the study
+  by replaying them through the same compiled ``ask``/``tell`` (each trial's tokens are checked) and continues it.
   Trials that were pending when the process stopped are pending again: the next ``optimize`` runs them
   first, with the same number, configuration, budget and checkpoint folder.
 - **Checkpoint folders.** With a ``directory`` (default: next to the storage file, ``study_trials/``)
@@ -23,16 +23,15 @@ from __future__ import annotations
 import math
 import os
 import threading
-import warnings
 
 import numpy as np
 
 from nas.host import storage as st
-from nas.host.trials import Trial, as_value, checkpoint_key, nonfinite, now, read_values
+from nas.host.trials import Trial, as_value, checkpoint_key, now
 
 
 class StudyBase:
-    kind = ""  # "single" | "multi_fidelity": which class Study.load builds
+    kind = ""  # "single" | "multi_fidelity": the driver (batches or jobs) the journal's settings rebuild
     num_objectives = 1  # a multi-objective Study's: len(directions) (nas.host.objectives)
 
     def _setup_base(self, storage, directory, pruner=None) -> None:
@@ -75,9 +74,6 @@ class StudyBase:
     @classmethod
     def load(cls, storage, directory: str | None = None):
         """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), continued where it stopped."""
-        from nas.host.ask_tell import Study
-        from nas.host.mf_study import MultiFidelityStudy
-
         store = st.open_storage(storage)
         records = store.records()
         if not records or records[0].get("event") != "study":
@@ -87,9 +83,9 @@ class StudyBase:
         try:
             settings = st.unpickled(records[0]["settings"])
             settings["directory"] = directory if directory is not None else settings.get("directory")
-            kind = {"single": Study, "multi_fidelity": MultiFidelityStudy}[records[0]["kind"]]
-            study = object.__new__(kind)
-            kind.__init__(study, **settings)
+            if records[0].get("kind") not in ("single", "multi_fidelity"):
+                raise KeyError(f"kind {records[0].get('kind')!r}")
+            study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
             study._replay(records[1:], storage)
         except BaseException:
             store.close()  # the lock goes with it
@@ -197,33 +193,12 @@ class StudyBase:
         """Records how ``trial`` ended (``complete``, ``failed``, ``pruned``) and tells the searcher."""
         raise NotImplementedError
 
-    def _finish_event(self, trial: Trial, event) -> None:
-        """Records a worker's event (``nas.host.workers``): a value, a pruned trial, a caught exception."""
-        if event.kind == "error":
-            self._finish(trial, None, "failed", event.elapsed)
-            return
-        value = read_values(event.value, trial.number, self.num_objectives) if event.kind == "done" else None
-        if event.kind == "pruned" or trial.number in self._stopped:
-            if value is None and trial.intermediate_values:
-                value = trial.intermediate_values[max(trial.intermediate_values)]
-            self._finish(trial, value, "pruned", event.elapsed)
-        elif value is not None and nonfinite(value):
-            warnings.warn(f"trial {trial.number}: the objective returned {value}; recorded as a failed evaluation",
-                          stacklevel=4)  # fmt: skip
-            self._finish(trial, None, "failed", event.elapsed)
-        else:
-            self._finish(trial, value, "complete" if value is not None else "failed", event.elapsed)
-
     def _journal_tell(self, trial: Trial) -> None:
         record = {"event": "tell", "number": trial.number, "state": trial.state, "value": trial.value,
                   "cost": trial.cost, "complete": _iso(trial.datetime_complete)}  # fmt: skip
         if self.num_objectives > 1:
             record["values"] = trial.values
         self._journal(record)
-
-    def _passes_trial(self) -> bool:
-        """Whether ``optimize`` hands the objective the trial (else its params)."""
-        return True
 
     # -- results -------------------------------------------------------------------------------------
     @property

@@ -49,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 IMPORTS = "import scripts.train, nas.experiment.run, nas.experiment.report, nas.searchers, matplotlib.figure"
 STUDY = """
 from concurrent.futures import ThreadPoolExecutor
-from nas.host.ask_tell import Study
+from nas.host.study import Study
 
 def objective(p):
     return (p["lr"] - 0.01) ** 2 * 1e4 + 0.1 * p["layers"] + {"relu": 0.0, "tanh": 0.2}[p["act"]]

@@ -62,7 +62,7 @@ _ONE = flags.DEFINE_string("one", "", "Internal: run setting,task,method,rep in 
 
 
 def run_study(task: str, searcher: str, seed: int, workers: int, run_dir: str, max_queries: int) -> dict:
-    from nas.host.ask_tell import Study
+    from nas.host.study import Study
 
     study = Study(
         tt.space(task),

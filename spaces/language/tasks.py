@@ -27,7 +27,7 @@ promotion continues the kept training of its ``parent`` fidelity (``epoch_traini
 compile to different programs (depth, widths, kernel sizes are array shapes), so the network to
 train is only known once the token values are read on the host. The evaluation therefore runs
 between jit-compiled ``ask`` and ``tell`` calls: ``nas.host.host_search`` drives the registered searchers
-through ``nas.host.ask_tell.Study``. A ``LanguageTask`` has the objective's reporting attributes
+through ``nas.host.study.Study``. A ``LanguageTask`` has the objective's reporting attributes
 (``report``, ``report_name``, ``has_test``) but no ``query``, so ``check_objective`` rejects it and
 the compiled runner (``scripts.train``) cannot be handed one by mistake.
 """

@@ -30,7 +30,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 
 from nas.host.trials import Trial
-from nas.host.workers import Event, call_objective
+from nas.host.workers.events import Event, call_objective
 
 
 def dumps(fn) -> bytes:
@@ -52,7 +52,7 @@ class _Worker:
     def __init__(self, setup: tuple, env: dict | None):
         ours, theirs = socket.socketpair()
         boot = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-                "from nas.host.process_workers import main; main(int(sys.argv[2]))")  # fmt: skip
+                "from nas.host.workers.processes import main; main(int(sys.argv[2]))")  # fmt: skip
         self.proc = subprocess.Popen([sys.executable, "-c", boot, json.dumps(sys.path), str(theirs.fileno())],
                                      pass_fds=[theirs.fileno()], env=env)  # fmt: skip
         theirs.close()

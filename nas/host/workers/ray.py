@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from nas.host.trials import Trial
-from nas.host.workers import Event, call_objective
+from nas.host.workers.events import Event, call_objective
 
 
 def _import_ray():
@@ -66,7 +66,7 @@ class _Reporter:
 
 
 def run_trial(fn, payload: dict, pass_trial: bool, channel) -> tuple:
-    """The body of one Ray task: ``(kind, value, elapsed)`` of the trial (``nas.host.workers.call_objective``)."""
+    """The body of one Ray task: ``(kind, value, elapsed)`` of the trial (``events.call_objective``)."""
     event = call_objective(fn, Trial(**payload, _study=_Reporter(channel)), pass_trial)
     return event.kind, event.value, event.elapsed
 

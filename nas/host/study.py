@@ -1,0 +1,307 @@
+"""``Study``: the registered searchers driven by any Python objective, in the style of Optuna.
+
+For objectives that are not JAX (a training script, a simulator, a function you write), the same pure
+searchers as the compiled runner run one step at a time from Python::
+
+    from nas.host.study import create_study
+
+    def objective(p):                       # any callable returning a number
+        return (p["lr"] - 0.01) ** 2 + 0.1 * p["layers"]
+
+    study = create_study({"lr": [0.001, 0.003, 0.01, 0.03], "layers": [1, 2, 3, 4]},
+                         searcher="regularized_evolution", direction="minimize", seed=0,
+                         max_queries=12, population_size=6, tournament_size=3)
+    study.optimize(objective, n_trials=12)
+    study.best_params, study.best_value
+
+or by hand: ``trial = study.ask(); study.tell(trial, objective(trial.params))``.
+
+One class for every searcher; what the searcher is decides the driver inside, chosen once:
+
+- a single-fidelity searcher runs in batches (``nas.host.batch_driver``): ``Study(..., batch_size=4)``
+  makes it propose 4 configurations per step, ``study.ask(4)`` hands them out, and it updates once all
+  trials of its batch are told; ``pruner="asha"`` or ``"hyperband"`` with ``fidelities`` prunes trainings
+  in place (``nas.host.pruning``);
+- a multi-fidelity searcher (``Study(space, "asha", fidelities=[1, 3, 9, 27])``) runs jobs
+  (``nas.host.job_driver``): its trials carry a budget and, for a promotion, the trial (and checkpoint)
+  they continue; ``workers=W`` sizes it for W trainings at once.
+
+**Telling a value** (``tell(trial, value, cost=None)``, the same rule for every searcher): a real number
+(int or float; a list of one per direction in a multi-objective study) is the trial's result; ``None`` is
+a failed evaluation (the searcher sees ``-inf``, the score of an invalid string, and the trial never
+becomes the best); NaN or an infinity is a failed evaluation too, with a warning (as Optuna's ``tell``);
+anything else (a string, a bool, an array, a list of the wrong length) raises a one-line ``TypeError``.
+``cost`` is what the evaluation spent, in your unit (``optimize`` records its wall time in seconds).
+``direction="minimize"`` feeds ``-value`` to the searchers (they maximize); ``directions=[...]`` with a
+multi-objective searcher (``nsga2``) keeps ``trial.values`` and ``best_trials``, the Pareto front
+(``nas.host.objectives``).
+
+``optimize(fn, n_trials, n_workers=W, backend=..., executor=...)`` runs the trials on workers
+(``nas.host.workers``: inline, threads, an executor's threads, processes, Ray) through one loop
+(``nas.host.optimize``); the objective gets the trial's params, or the trial itself where it reports or
+trains to a budget (a pruner, a multi-fidelity searcher). A trial handed out and never told (its
+evaluation crashed) is evaluated again by the next ``optimize``; ``study.pending()`` lists such trials.
+``storage=`` keeps a journal that ``load_study`` resumes (``nas.host.study_base``).
+
+Speed: the first ``ask`` and ``tell`` compile the searcher's programs (XLA, on a CPU a few seconds for
+evolution, a minute or more for a GP or a policy searcher), shared by every Study in the process with the
+same searcher options on a space of the same shape (``nas.host.programs``); JAX's persistent compilation
+cache keeps them across processes (``nas.engine.devices.default_compilation_cache``;
+``NASJAX_COMPILATION_CACHE=''`` keeps it off).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nas.host import objectives as obj
+from nas.host.batch_driver import BatchDriver
+from nas.host.job_driver import JobDriver, is_multi_fidelity
+from nas.host.optimize import run_optimize
+from nas.host.pruning import make_pruner
+from nas.host.study_base import StudyBase
+from nas.host.study_space import make_space
+from nas.host.trials import Trial, nonfinite, read_values
+from nas.host.workers import make_workers
+from spaces.base import Space
+
+STATES_TOLD = ("complete", "failed", "pruned")
+
+
+class Study(StudyBase):
+    """Optuna-style ask/tell over a registered searcher (the module docstring: drivers, the rule of ``tell``).
+
+    ``space``: a ``Space`` or a dict (``{name: [values] | Float | Int}``, ``nas.host.study_space``);
+    ``searcher``: a registered name (``available_searchers()``); ``max_queries``: the budget (trials, or for a
+    multi-fidelity searcher full evaluations); ``fidelities``: the budgets a pruner's rungs or a
+    multi-fidelity searcher train to; ``workers``, ``continues``: a multi-fidelity searcher's (trainings at
+    once; whether a promotion resumes its parent's checkpoint); other keywords are the searcher's options."""
+
+    def __init__(
+        self,
+        space: Space | dict[str, Any],
+        searcher: str = "regularized_evolution",
+        direction: str | None = None,
+        seed: int = 0,
+        max_queries: int = 100,
+        *,
+        directions=None,
+        fidelities=None,
+        pruner=None,
+        pruned: str = "last_value",
+        workers: int | None = None,
+        continues: bool | None = None,
+        storage=None,
+        directory=None,
+        **searcher_kwargs,
+    ):
+        searcher_kwargs = dict(searcher_kwargs)
+        jobs = is_multi_fidelity(searcher)
+        if jobs and (directions is not None or obj.is_multi_objective(searcher)):
+            raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
+                             f"multi-objective searchers {obj.multi_objective_searchers()}, MO-ASHA runs in "
+                             "the compiled runner (configs/multiobjective.py)")  # fmt: skip
+        self.directions = obj.resolve_directions(direction, directions, searcher, searcher_kwargs)
+        self.num_objectives = len(self.directions)
+        self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
+        self._space_arg, self.space = space, make_space(space)
+        self.seed, self.max_queries, self.trials = int(seed), int(max_queries), []
+        self.pruned, self._name = pruned, searcher
+        if jobs:
+            if pruner is not None or pruned != "last_value":
+                raise ValueError(f"{searcher!r} decides itself which trainings go on (it promotes): give it no "
+                                 "pruner; pruners run with single-fidelity searchers")  # fmt: skip
+            self._driver = JobDriver(self, searcher, fidelities, workers, continues, searcher_kwargs)
+        else:
+            if workers is not None or continues is not None:
+                raise ValueError(f"workers= and continues= are a multi-fidelity searcher's; {searcher!r} runs in "
+                                 "batches: give batch_size=..., and n_workers= to optimize")  # fmt: skip
+            self._driver = BatchDriver(self, searcher, fidelities, pruner, pruned, searcher_kwargs)
+        self.kind = self._driver.kind  # which driver the journal's settings rebuild
+        self._setup_base(storage, directory, make_pruner(pruner, fidelities) if not jobs else None)
+
+    def _settings(self) -> dict:
+        return self._driver.settings()
+
+    # -- what the driver holds ----------------------------------------------------------------------
+    @property
+    def searcher(self):
+        """The searcher object the study runs (built on the study's space)."""
+        return self._driver.searcher
+
+    @property
+    def batch_size(self) -> int:
+        """Trials the searcher proposes per step (1 for a multi-fidelity searcher: one job per ask)."""
+        return self._driver.batch_size
+
+    @property
+    def fidelities(self) -> tuple[float, ...] | None:
+        """The budgets trials train to: a multi-fidelity searcher's, or a pruner's (None without)."""
+        if isinstance(self._driver, JobDriver):
+            return self._driver.fidelities
+        return None if self.pruner is None else self.pruner.fidelities
+
+    @property
+    def workers(self) -> int | None:
+        """How many trainings at once a multi-fidelity searcher is sized for (None for the others)."""
+        return self._driver.workers if isinstance(self._driver, JobDriver) else None
+
+    @property
+    def continues(self) -> bool | None:
+        return self._driver.continues if isinstance(self._driver, JobDriver) else None
+
+    @property
+    def spent(self) -> float:
+        """Resource dispatched so far: fidelity units for a multi-fidelity searcher (its budget is
+        ``max_queries * fidelities[-1]``), else trials asked (the budget is ``max_queries``)."""
+        if isinstance(self._driver, JobDriver):
+            return float(self._driver.schedule.spent)
+        return float(len(self.trials))
+
+    @property
+    def passes_trial(self) -> bool:
+        """Whether ``optimize`` hands the objective the trial (it reports to a pruner, or trains to a budget)
+        rather than a copy of its params."""
+        return isinstance(self._driver, JobDriver) or self.pruner is not None
+
+    # -- ask -----------------------------------------------------------------------------------------
+    def ask(self, n: int | None = None) -> Trial | list[Trial]:
+        """One trial, or a list of ``n`` (with batches: at most the trials left in the current batch).
+
+        ``NoTrialNow`` while the searcher waits for results (its batch is out, or a synchronous rung waits:
+        the message says which trials to tell); ``BudgetSpent`` once the budget is spent."""
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
+            raise ValueError(f"ask(n): n must be a non-negative integer, got {n!r}")
+        with self._lock:
+            return self._driver.ask(n)
+
+    def _ask_replayed(self, record: dict) -> Trial:
+        return self._driver.ask_replayed(record)
+
+    def pending(self) -> list[Trial]:
+        """Trials handed out and not yet told, in trial order."""
+        return [t for t in self.trials if t.state == "pending"]
+
+    # -- tell ----------------------------------------------------------------------------------------
+    def tell(self, trial: Trial | int, value=None, cost: float | None = None, *, state: str | None = None) -> None:
+        """Records ``value`` for ``trial`` (a Trial or its number) by the class's rule: a number (a list of one
+        per direction) is a result; None, NaN or an infinity a failed evaluation (NaN and infinities warn);
+        anything else raises. ``cost``: what it spent, in your unit. ``state="pruned"``: the trial was stopped
+        (its value: the one given, else its last report); ``state="failed"``: failed whatever the value."""
+        with self._lock:
+            t = self.get_trial(trial)
+            if t.state != "pending":
+                raise ValueError(f"trial {t.number} is not pending (state {t.state!r}): each trial is told once")
+            if state is not None and state not in STATES_TOLD:
+                raise ValueError(f"tell(state=...) must be one of {STATES_TOLD} or None, got {state!r}")
+            v = read_values(value, t.number, self.num_objectives)
+            c = _cost(cost, t.number)
+            if state == "failed":
+                v = None
+            elif state == "pruned" and v is None and t.intermediate_values:
+                v = t.intermediate_values[max(t.intermediate_values)]
+            if v is not None and nonfinite(v):
+                end = "recorded as pruned, without a value" if state == "pruned" else "recorded as a failed evaluation"
+                warnings.warn(f"trial {t.number}: the objective value is {v}; {end}", stacklevel=2)
+                v = None
+            self._finish(t, v, state or ("complete" if v is not None else "failed"), c)
+
+    def _finish(self, trial: Trial, value, state: str, cost) -> None:
+        with self._lock:
+            self._driver.finish(trial, value, state, cost)
+
+    # -- the loop --------------------------------------------------------------------------------------
+    def optimize(
+        self,
+        fn: Callable[[Any], Any],
+        n_trials: int | None = None,
+        *,
+        n_workers: int | None = None,
+        backend=None,
+        executor=None,
+        batch_size: int | None = None,
+        catch: tuple[type[BaseException], ...] = (),
+        retries: int = 0,
+    ) -> Study:
+        """Evaluates ``fn`` for ``n_trials`` trials (default: until the budget is spent; 0 = none); pending
+        trials run first.
+
+        ``fn`` gets a copy of the trial's params, or the trial itself with a pruner or a multi-fidelity
+        searcher (``trial.budget``, ``trial.report``, ``trial.should_prune``, ``TrialPruned``). Workers
+        (``nas.host.workers``): ``n_workers`` at once (default 1), ``backend`` None (in this thread for one
+        worker, processes for more), ``"thread"``, ``"process"``, ``"ray"`` or a workers object;
+        ``executor`` (a ``concurrent.futures`` executor) runs them as threads over it (``n_workers``: its
+        ``max_workers`` unless given). ``catch``: exceptions recorded as failed evaluations (any other is
+        raised once the running trials are told; its trial stays pending); ``retries``: how often a trial
+        whose worker died runs again before it is recorded as failed.
+
+        Before the first trial, ``batch_size`` sets a single-fidelity searcher's batch, and ``n_workers`` a
+        multi-fidelity searcher's ``workers`` (its state is sized for them, so the study decides as the
+        compiled engine with that many workers). The searcher updates on whole batches: give it
+        ``batch_size >= n_workers`` to keep every worker busy."""
+        if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer))
+                                     or n_trials < 0):  # fmt: skip
+            raise ValueError(f"n_trials must be a non-negative integer (0 runs nothing) or None (until the budget is "
+                             f"spent), got {n_trials!r}")  # fmt: skip
+        if n_workers is None:
+            n_workers = int(getattr(executor, "_max_workers", 1) or 1) if executor is not None else 1
+        if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+        changed = batch_size is not None and self._driver.set_batch_size(batch_size)
+        if self._driver.set_workers(int(n_workers)) or changed:
+            self._journal_header(reset=True)  # a journal's settings say what the trials ran with
+        left = self._driver.trials_left()
+        if left is not None:
+            if n_trials is not None and n_trials > left:
+                raise ValueError(f"n_trials={n_trials} exceeds the remaining budget ({left} of "
+                                 f"max_queries={self.max_queries})")  # fmt: skip
+            n_trials = left if n_trials is None else n_trials
+        workers = make_workers(backend, int(n_workers), executor)
+        run_optimize(self, fn, None if n_trials is None else int(n_trials), workers, tuple(catch), int(retries))
+        return self
+
+    # -- results ----------------------------------------------------------------------------------------
+    @property
+    def best_trial(self) -> Trial:
+        """The best completed trial (ties: the first; a multi-fidelity searcher's: at the top fidelity, ties the
+        earlier result). A study with several directions has none: ``best_trials``."""
+        return self._driver.best_trial()
+
+    @property
+    def best_trials(self) -> list[Trial]:
+        """The completed trials on the Pareto front of the directions (one objective: those with the best value;
+        a multi-fidelity searcher's: at the top fidelity), in trial order, as Optuna's ``study.best_trials``."""
+        return self._driver.best_trials()
+
+
+def _cost(cost, number: int) -> float | None:
+    if cost is None:
+        return None
+    if isinstance(cost, (bool, np.bool_)) or not isinstance(cost, (int, float, np.integer, np.floating)):
+        raise TypeError(f"the cost of trial {number} must be a real number (what the evaluation spent) or None, "
+                        f"got {cost!r}")  # fmt: skip
+    return float(cost)
+
+
+def create_study(space: Space | dict[str, Any], searcher: str = "regularized_evolution", **kwargs) -> Study:
+    """A new ``Study`` (Optuna's name): ``create_study(space, searcher=..., direction=..., seed=...,
+    max_queries=..., storage=..., **searcher_options)``; the arguments are ``Study``'s."""
+    return Study(space, searcher, **kwargs)
+
+
+def load_study(storage, directory: str | None = None) -> Study:
+    """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), replayed and continued where it
+    stopped (``nas.host.study_base``)."""
+    return Study.load(storage, directory=directory)
+
+
+def __getattr__(name: str):
+    if name == "MultiFidelityStudy":  # 0.2's second class: now the one Study, with the job driver inside
+        warnings.warn("MultiFidelityStudy is now nas.host.study.Study (one class; a multi-fidelity searcher runs "
+                      "as its job driver)", DeprecationWarning, stacklevel=2)  # fmt: skip
+        return Study
+    raise AttributeError(f"module 'nas.host.study' has no attribute {name!r}")

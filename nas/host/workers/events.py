@@ -1,0 +1,41 @@
+"""What a worker reports to ``Study.optimize``: one ``Event`` per happening of a trial it runs.
+
+Kinds: ``report`` (an intermediate value, with ``step`` and ``reply``: the way back to the waiting
+objective with the pruner's decision), ``done`` (the objective returned ``value``), ``pruned`` (it raised
+``TrialPruned``), ``error`` (it raised ``value``, the exception) and ``crash`` (the worker itself died:
+``value`` says how). ``call_objective`` runs an objective and says how it ended; every backend calls it
+where the objective runs (a thread, a worker process, a Ray task). Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from typing import Any
+
+from nas.host.trials import TrialPruned
+
+KINDS = ("report", "done", "pruned", "error", "crash")
+
+
+@dataclasses.dataclass
+class Event:
+    kind: str  # KINDS
+    number: int  # the trial's number
+    value: Any = None  # the returned or reported value, the exception, or why the worker died
+    step: float | None = None  # a report's step
+    elapsed: float | None = None  # seconds the objective ran
+    reply: Any = None  # a report's way back to its worker: reply(prune: bool)
+
+
+def call_objective(fn, trial, pass_trial: bool) -> Event:
+    """Runs ``fn`` on ``trial`` (or a copy of its params) and says how it ended (``done``, ``pruned``, ``error``)."""
+    start = time.perf_counter()
+    try:
+        value = fn(trial if pass_trial else copy.deepcopy(trial.params))  # edited params change nothing
+        return Event("done", trial.number, value, elapsed=time.perf_counter() - start)
+    except TrialPruned:
+        return Event("pruned", trial.number, elapsed=time.perf_counter() - start)
+    except Exception as e:  # noqa: BLE001 - the loop decides (catch, or raised after the others)
+        return Event("error", trial.number, e, elapsed=time.perf_counter() - start)

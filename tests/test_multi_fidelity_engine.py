@@ -147,3 +147,17 @@ def test_the_progress_bar_counts_evaluations_not_steps(capsys):
     run_chunked(s, toy_table(), keys, chunk_steps=s.num_steps, progress=True, label="scripted")
     last = capsys.readouterr().err.strip().split("\r")[-1]
     assert s.num_steps > 6 and "6 evaluations/seed" in last, last
+
+
+def test_the_run_kind_is_the_searchers_and_says_what_a_chunk_line_adds():
+    from nas.engine.chunked_loop import chunk_bounds
+    from nas.engine.run_kinds import MULTI_FIDELITY, SINGLE_FIDELITY, run_kind
+    from nas.searchers import make_searcher
+
+    script = ((3, 0, 2, -1), (0, 0, 0, -1), (1, 0, 1, -1), (0, 1, 0, -1), (2, 1, 1, -1), (2, 1, 2, 1))
+    s = scripted(script, workers=2)
+    assert run_kind(s) is MULTI_FIDELITY and run_kind(make_searcher("random_search", SPACE)) is SINGLE_FIDELITY
+    lines = []
+    run_chunked(s, toy_table(), jax.random.split(jax.random.PRNGKey(1), 2), progress=False, on_chunk=lines.append)
+    assert len(lines) == len(chunk_bounds(s)) - 1
+    assert lines[-1]["evaluations_mean"] == 6 and lines[-1]["resource_spent_mean"] > 0, lines[-1]

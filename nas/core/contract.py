@@ -23,7 +23,7 @@ fingerprinted by them (``identity``), so a run resumes in a new process by const
 **Hooks the runner may use** (defaults on ``Searcher``):
 
 - ``breakpoints()``: steps at which the searcher's static program changes
-  (BO's padded data buckets); the host loop never runs a compiled chunk across
+  (BO's padded data buckets); the chunked loop never runs a compiled chunk across
   one. Default: none.
 - ``program_for(lo, hi)``: the searcher that runs steps ``[lo, hi)``, a static
   variant with the same state shapes (BO: a fit on a fixed number of rows).

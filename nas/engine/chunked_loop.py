@@ -11,7 +11,7 @@ queries, or one finished evaluation of a multi-fidelity searcher's simulated wor
 the loop counts and reports between chunks is the searcher's run kind (``nas.engine.run_kinds``),
 chosen once per run.
 
-Between chunks the host draws a progress bar (stderr), reports per-chunk
+Between chunks the loop draws a progress bar (stderr), reports per-chunk
 metrics through a callback and writes a checkpoint of the whole run state
 (``nas.engine.checkpoint``, atomic) once ``CHECKPOINT_EVERY_S`` seconds have passed since
 the last one, and when the run stops early (``max_chunks``); never after the last chunk,

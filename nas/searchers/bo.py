@@ -27,7 +27,7 @@ random strings.
 
 Compilation (OSS Vizier's padding schedule): the state holds the data at full
 capacity ``C``. The data size before step ``t`` is ``t * batch_size`` for every
-seed, so the host loop runs each range of steps with the same padded size
+seed, so the chunked loop runs each range of steps with the same padded size
 ``P = bucket_size(n, C, bucket_multiple)`` as a static variant of the searcher
 (``program_for``): ``P = 0`` steps are random, ``P > 0`` fit on rows ``[:P]``.
 The generic searcher (``variant = None``) fits on all ``C`` rows and decides
@@ -142,7 +142,7 @@ class BOSearcher(Searcher):
     def predictor(self) -> str:
         return "gp"
 
-    # -- padded data buckets (the host loop's hooks) ----------------------------------
+    # -- padded data buckets (the chunked loop's hooks) ----------------------------------
     @property
     def capacity(self) -> int:
         return self.num_steps * self.batch_size

@@ -3,7 +3,7 @@
     python -m scripts.bench.bench_nasbot_compile --seeds=20
     python -m scripts.bench.bench_nasbot_compile --seeds=500 --benchmark=hpolib/naval_propulsion
 
-Walks the host loop's chunks of one NASBOT run (``nas.engine.chunked_loop.chunk_bounds``, ``chunk_for``: one
+Walks the chunked loop's chunks of one NASBOT run (``nas.engine.chunked_loop.chunk_bounds``, ``chunk_for``: one
 program per padded data size, reused by every chunk of that size) and compiles each program the run needs,
 ahead of time, with the persistent compilation cache off: per program its data size (0 = the random
 steps), the chunks that use it, tracing + lowering seconds and XLA compile seconds (wall and the process's

@@ -62,7 +62,7 @@ def time_search(name: str, bench, seeds: int, queries: int, options: dict) -> di
     from nas.engine.runner import make_search
     from nas.searchers import make_searcher, searcher_class
 
-    trim_after_compiles()  # as the host loop does
+    trim_after_compiles()  # as the chunked loop does
     if getattr(searcher_class(name), "multi_fidelity", False):
         options = {"fidelities": tuple(bench.fidelities), **options}
     s = make_searcher(name, bench.space, max_queries=queries, **options)

@@ -7,7 +7,7 @@ The table is docs/extending.md's ``my/mlp`` with all of its 24 configurations (t
 ``canonical=``: 36 strings, 24 networks; seeded made-up scores, since only the programs matter here), beside
 the same space without ``canonical=`` (a plain 36-string grid) and HPOLib naval (62,208 rows). Each
 (searcher, table) runs in a new process with an empty compilation cache at XLA's default level: 100 seeds
-x 20 queries through the host loop (``nas.engine.chunked_loop.run_chunked``). Printed: the XLA programs
+x 20 queries through the chunked loop (``nas.engine.chunked_loop.run_chunked``). Printed: the XLA programs
 compiled, their compile time (wall, from JAX's monitoring events) and the process CPU seconds of the run.
 """
 

@@ -1,4 +1,4 @@
-"""The objective contract: what the runner, the host loop and the reports need of a benchmark.
+"""The objective contract: what the runner, the chunked loop and the reports need of a benchmark.
 
 An objective scores batches of token strings of its ``space``::
 

@@ -1,11 +1,13 @@
 """Where a Study keeps its history: an append-only journal file, or SQLite.
 
 A study's storage holds one record per event, in the order they happened: the study's settings
-first (``"study"``: its space, searcher and options, pickled, with a readable copy), then every
-``ask`` (the trial's number and tokens, its budget and parent), ``no_trial`` (an ask the searcher
-refused: it may change the searcher's state), ``report`` (an intermediate value and the pruner's
-decision) and ``tell`` (state, value, cost, times). ``Study.load(path)`` replays these records through
-the same compiled ``ask``/``tell`` (checking every trial's tokens) and continues where the study stopped.
+first (``"study"``: its space as its declaration, its searcher's name and options, as JSON data:
+``nas.host.study_record``), then every ``ask`` (the trial's number and tokens, its budget and parent),
+``no_trial`` (an ask the searcher refused: it may change the searcher's state), ``report`` (an
+intermediate value and the pruner's decision) and ``tell`` (state, value, cost, times).
+``Study.load(path)`` replays these records through the same compiled ``ask``/``tell`` (checking every
+trial's tokens) and continues where the study stopped. Every record is JSON: a study file is data,
+and opening one runs no code from it.
 
 - ``JournalStorage("study.jsonl")``: JSON lines; each record is written and ``fsync``'d before the
   study goes on, so a process killed at any point (even ``SIGKILL``) leaves every finished event on disk.
@@ -18,10 +20,8 @@ the kernel when the process dies) and a second writer gets a clear error.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import pickle
 import sqlite3
 
 try:
@@ -32,14 +32,6 @@ except ImportError:  # pragma: no cover - no POSIX locks (Windows): studies are 
 
 class StorageError(RuntimeError):
     """A storage that cannot be used; the message names the file and the fix."""
-
-
-def pickled(obj) -> str:
-    return base64.b64encode(pickle.dumps(obj)).decode("ascii")
-
-
-def unpickled(text: str):
-    return pickle.loads(base64.b64decode(text))
 
 
 def _lock(f, path: str) -> None:

@@ -27,6 +27,7 @@ import threading
 import numpy as np
 
 from nas.host import storage as st
+from nas.host.study_record import read_settings, settings_record
 from nas.host.trials import Trial, as_value, checkpoint_key, now
 
 
@@ -56,15 +57,11 @@ class StudyBase:
     def _journal_header(self, reset: bool = False) -> None:
         if self._storage is None:
             return
-        settings = self._settings()
-        readable = {k: v for k, v in settings.items() if isinstance(v, (str, int, float, bool, type(None)))}
         try:
-            blob = st.pickled(settings)
-        except Exception as e:  # noqa: BLE001 - a space or option that does not pickle: say which
+            record = settings_record(self.kind, self._settings())  # JSON data (nas.host.study_record)
+        except st.StorageError:  # a setting with no JSON form: the file is released, the line names it
             self._storage.close()
-            raise st.StorageError(f"storage keeps the study's settings pickled; they do not pickle ({e}): give the "
-                                  "Study a picklable space and options, or no storage") from e  # fmt: skip
-        record = {"event": "study", "kind": self.kind, "version": 1, "settings": blob, "readable": readable}
+            raise
         (self._storage.reset if reset else self._storage.append)(record)
 
     def _journal(self, record: dict) -> None:
@@ -81,12 +78,15 @@ class StudyBase:
             raise st.StorageError(f"{storage} holds no study (its first record is not a study's settings); "
                                   "create one with Study(..., storage=...)")  # fmt: skip
         try:
-            settings = st.unpickled(records[0]["settings"])
+            settings = read_settings(records[0], storage)  # JSON data only: nothing in the file runs
             settings["directory"] = directory if directory is not None else settings.get("directory")
             if records[0].get("kind") not in ("single", "multi_fidelity"):
                 raise KeyError(f"kind {records[0].get('kind')!r}")
             study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
             study._replay(records[1:], storage)
+        except (KeyError, TypeError, ValueError) as e:  # records that do not rebuild a study: one line, the file
+            store.close()
+            raise st.StorageError(f"{storage}: the study it holds does not rebuild ({e})") from None
         except BaseException:
             store.close()  # the lock goes with it
             raise

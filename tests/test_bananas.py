@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from nas.core.seen_set import first_in_order
 from nas.engine.chunked_loop import chunk_bounds, run_chunked
 from nas.searchers import make_searcher
 from nas.searchers.bananas import Bananas
 from nas.searchers.bo import BOSearcher
-from nas.searchers.candidates import first_in_order
 from spaces import nb201
 from spaces.benchmarks.registry import make_benchmark
 

@@ -61,3 +61,50 @@ def test_random_search_no_repeats_and_vmap_equals_single(nb201_test_csv):
     _, test_inc = incumbent_curve(many.score, many.report_score)
     assert np.all(np.diff(np.asarray(incumbent_curve(many.score, many.report_score)[0]), axis=-1) >= 0)
     assert np.all(np.isfinite(np.asarray(test_inc)))
+
+
+def test_the_registry_module_imports_no_searcher():
+    """``nas.core.registry`` is filled by the searcher modules (no cycle); ``nas.searchers`` reads it full."""
+    import ast
+    import pathlib
+
+    import nas.core.registry as registry
+    import nas.searchers
+
+    for module in ("contract", "options", "registry"):
+        tree = ast.parse(pathlib.Path(registry.__file__).with_name(f"{module}.py").read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.startswith("nas.searchers")], module
+    assert nas.searchers.make_searcher is registry.make_searcher
+    assert {"random_search", "asha", "bananas"} <= set(nas.searchers.available_searchers(None))
+
+
+def test_old_paths_of_the_contract_and_its_helpers_warn_and_work():
+    """0.2's nas.core.searcher and nas.searchers.mf_observations (split), the moved nas.searchers.brackets and
+    candidates, and program_cache.compiled (renamed cached_jit) still import, each with a DeprecationWarning
+    that names where the names live now."""
+    import importlib
+    import sys
+
+    from nas.core import contract, ladders, options, registry, unseen_draw, vmap_ops
+    from nas.engine import program_cache
+    from nas.searchers import acquisition_candidates, observations
+
+    for old in ("nas.core.searcher", "nas.searchers.mf_observations"):
+        sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match="nas.core.contract"):
+        old_searcher = importlib.import_module("nas.core.searcher")
+    assert old_searcher.Searcher is contract.Searcher and old_searcher.OptionError is options.OptionError
+    assert old_searcher.register is registry.register and "random_search" in old_searcher.available_searchers()
+    with pytest.warns(DeprecationWarning, match="nas.searchers.observations"):
+        old_mf = importlib.import_module("nas.searchers.mf_observations")
+    assert (old_mf.draw_new, old_mf.observe, old_mf.run_if) == (unseen_draw.draw_new, observations.observe,
+                                                                 vmap_ops.run_if)  # fmt: skip
+    for old, new, name in (("nas.searchers.brackets", ladders, "asha_bounds"),
+                           ("nas.searchers.candidates", acquisition_candidates, "first_in_order")):  # fmt: skip
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=new.__name__):
+            assert getattr(importlib.import_module(old), name) is getattr(new, name)
+    with pytest.warns(DeprecationWarning, match="renamed cached_jit"):
+        assert program_cache.compiled is program_cache.cached_jit

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from nas.core import ladders as bk
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.searchers import brackets as bk
 from nas.searchers import make_searcher
 from nas.searchers.asha import ASHA, rung_candidate
 from spaces.benchmarks.registry import make_benchmark

@@ -6,12 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from nas.core import ladders
 from nas.core.multi_fidelity import Job
 from nas.engine.multi_fidelity_runner import make_mf_search, mf_init_state, mf_run_steps
 from nas.searchers import available_searchers, make_searcher
-from nas.searchers import brackets as bk
 from nas.searchers.bohb import good_and_bad
-from nas.searchers.mf_observations import observations_init, observe
+from nas.searchers.observations import observations_init, observe
 from tests.mf_golden import GOLDEN, digest, matches
 from tests.mf_tables import BUDGETS, PAPER_BUDGETS, SPACE, python_engine, score, toy_table
 from tests.searcher_settings import cheap_options, slow_marks
@@ -51,7 +51,7 @@ def test_two_fidelities_degrade_to_one_and_two_rung_brackets():
     assert hb.schedule_brackets == (((0, 3), (1, 1)), ((1, 2),))
     text = hb.schedule("epochs")
     assert "22.22, 66.67, 200 epochs run at the fidelities 12, 200 epochs (3 rungs merged into 2)" in text
-    assert bk.rung_ladder((4.0, 12.0, 36.0, 108.0), 3, 0, 3) == (0, 1, 2, 3)  # NAS-Bench-101's grid is the paper's
+    assert ladders.rung_ladder((4.0, 12.0, 36.0, 108.0), 3, 0, 3) == (0, 1, 2, 3)  # NAS-Bench-101's grid is the paper's
     with pytest.raises(ValueError, match="not one of the objective's fidelities"):
         build("hyperband", min_budget=2.0)
 

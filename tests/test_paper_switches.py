@@ -15,7 +15,7 @@ import pytest
 from nas.core.dedup import seen_init
 from nas.engine.runner import make_search
 from nas.searchers import make_searcher
-from nas.searchers.candidates import acquisition_candidates
+from nas.searchers.acquisition_candidates import acquisition_candidates
 from nas.searchers.warm_start import warm_started
 from spaces import nb101, nb201
 from spaces.benchmarks.registry import make_benchmark

@@ -3,7 +3,8 @@
 ``space.string_id`` maps equivalent strings (isomorphic NAS-Bench-101 cells, strings that differ only in
 inactive tokens) to one int32 id. ``Seen`` stores the ids queried so far, sorted, in a fixed-size array
 (capacity = the query budget), so membership is a vectorized compare that compiles once, and packing
-helpers (``pack_slots``, ``pack_first``, ``first_occurrence``) place accepted rows in a fixed buffer.
+helpers (``pack_slots``, ``pack_first``; ``first_occurrence`` and ``first_in_order`` keep a value's first
+row) place accepted rows in a fixed buffer.
 
 Where every token string is valid and ``space.string_id`` is its row in the product grid
 (``Space.ids_are_grid_rows``: NAS-Bench-201, HPOLib, any plain product of categoricals), the strings are
@@ -108,6 +109,20 @@ def first_occurrence(ids: jax.Array) -> jax.Array:
     m = ids.shape[0]
     earlier = jnp.tril(jnp.ones((m, m), bool), k=-1)
     return ~jnp.any((ids[:, None] == ids[None, :]) & earlier, axis=1)
+
+
+def first_in_order(ids: jax.Array, among: jax.Array | None = None) -> jax.Array:
+    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M)).
+
+    With ``among`` (bool[M]) only those rows count: a row of ``among`` is first if no earlier row
+    of ``among`` has its value; rows outside ``among`` are reported True and hide nothing.
+    """
+    m = ids.shape[0]
+    among = jnp.ones((m,), bool) if among is None else among
+    order = jnp.lexsort((jnp.arange(m), ids, ~among))  # rows of `among` first, then by value, then index
+    s, a = ids[order], among[order]
+    dup = jnp.concatenate([jnp.zeros((1,), bool), (s[1:] == s[:-1]) & a[1:] & a[:-1]])
+    return jnp.zeros_like(dup).at[order].set(~dup)
 
 
 def exact(space: Space) -> bool:

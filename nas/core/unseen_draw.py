@@ -4,7 +4,10 @@
 integer draws where a space allows them (``nas.core.seen_set.draw_unseen``: string ids are grid rows, or
 the configurations' ids are known; its names are re-exported here), else rejection from uniform samples
 (``nas.core.dedup.fill_unique``); the same distribution either way. ``draw_distinct_ids`` draws distinct
-ids of a range at once, and ``decode`` maps a configuration's rank to its string.
+ids of a range at once, and ``decode`` maps a configuration's rank to its string. ``draw_new`` (and
+``draw_candidate``, which does not record it) is one configuration never started before, for the
+multi-fidelity searchers: every configuration they start is new, so no (configuration, fidelity) pair is
+evaluated twice; ``ok`` is False once the space is exhausted.
 """
 
 from __future__ import annotations
@@ -22,13 +25,17 @@ from nas.core.seen_set import (
     first_occurrence,
     kth_unseen,
     pack_slots,
+    seen_contains,
+    seen_insert,
 )
 from spaces.base import Space
 
 __all__ = [
     "configuration_ranks",
     "decode",
+    "draw_candidate",
     "draw_distinct_ids",
+    "draw_new",
     "draw_unseen",
     "exact",
     "first_draws",
@@ -100,3 +107,19 @@ def first_draws(cand: jax.Array, size: int) -> jax.Array:
     value = key >> bits
     first = jnp.concatenate([jnp.ones((1,), bool), value[1:] != value[:-1]])
     return jnp.zeros((m,), bool).at[key & ((1 << bits) - 1)].set(first, unique_indices=True)
+
+
+def draw_candidate(key: jax.Array, space, seen: Seen) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(tokens[N], string id, ok)``: a uniform configuration outside ``seen`` (not added to it); ``ok``
+    False when none is left. ``seen_insert(seen, jnp.where(take, id, EMPTY))`` records it where it is taken."""
+    tokens = uniform_unseen(key, space, seen, 1)[0]
+    sid = space.string_id(tokens)
+    ok = (sid >= 0) & ~seen_contains(seen, sid) & (seen.count < seen.ids.shape[0])
+    return tokens, sid, ok
+
+
+def draw_new(key: jax.Array, space, seen: Seen) -> tuple[jax.Array, jax.Array, Seen]:
+    """``(tokens[N], ok, seen)``: a uniform configuration outside ``seen`` (added to it); ``ok`` False and
+    ``seen`` unchanged when none is left."""
+    tokens, sid, ok = draw_candidate(key, space, seen)
+    return tokens, ok, seen_insert(seen, jnp.where(ok, sid, EMPTY))  # EMPTY: skipped

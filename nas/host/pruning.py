@@ -19,7 +19,7 @@ it goes (``trial.report(step, value)``) and asks ``trial.should_prune()`` (Optun
 
 The rungs are the compiled searchers' own: the ladder of ``asha`` (with ``eta``, ``min_budget``,
 ``max_budget``, ``early_stopping_rate``) and the brackets of ``hyperband``, built on the offered
-``fidelities`` (``nas.searchers.brackets``); no decision is taken at the top budget. Decisions are pure
+``fidelities`` (``nas.core.ladders``); no decision is taken at the top budget. Decisions are pure
 jitted functions over fixed-size rung arrays (``record_and_decide``: no ranking loop); the trials axis
 grows in powers of two, so a study compiles one program per size. Values are scores, higher is better:
 the study negates minimized values.

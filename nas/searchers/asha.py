@@ -11,7 +11,7 @@ arrive and no worker ever waits for a rung to fill.
 
 Rungs: the budgets ``r eta^(s + k)`` of the paper (minimum resource ``r``, the minimum budget, and
 minimum early-stopping rate ``s``), then the top budget ``R`` (the incumbent is chosen among top-budget
-results): ``anchor="min"`` of ``nas.searchers.brackets``, whose ladder maps them onto the objective's
+results): ``anchor="min"`` of ``nas.core.ladders``, whose ladder maps them onto the objective's
 fidelities (the nearest offered fidelity on a log scale, repeats merged); ``anchor="max"`` gives
 Hyperband's ladder ``R eta^-k`` instead, and ``eta=0`` the budgets' own ratio (two fidelities: two
 rungs). ``early_stopping_rate`` drops the lowest ``s`` rungs. New configurations are uniform among
@@ -20,7 +20,7 @@ below as its parent (an objective that continues a training pays the difference)
 
 State: every configuration started, in order, with its result at each rung and whether it was
 promoted out of each rung; its capacity (and the engine's steps, ``max_evaluations``) are bounds on
-what one run can start and evaluate under the budget (``nas.searchers.brackets.asha_bounds``), so the
+what one run can start and evaluate under the budget (``nas.core.ladders.asha_bounds``), so the
 compiled run carries no slot and takes no step that the budget cannot reach.
 """
 
@@ -32,15 +32,16 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nas.core import ladders
 from nas.core.dedup import EMPTY, Seen, seen_init, seen_insert
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.core.registry import register
-from nas.searchers import brackets as bk
-from nas.searchers.mf_observations import draw_candidate, first_max, first_true
+from nas.core.unseen_draw import draw_candidate
+from nas.core.vmap_ops import first_max, first_true
 
 
 @dataclasses.dataclass(frozen=True)
-class ASHAOptions(bk.RungOptions):
+class ASHAOptions(ladders.RungOptions):
     """Attributes (and those of ``RungOptions``: eta, min_budget, max_budget; ``workers`` W):
     anchor: ``"min"``: rungs ``r eta^k`` from the minimum budget (the paper's; ``"max"``: Hyperband's).
     early_stopping_rate: s, rungs dropped from the bottom of the ladder (0).
@@ -78,7 +79,7 @@ class ASHA(MultiFidelitySearcher):
     def setup(self):
         super().setup()
         o, b = self.options, self.budgets
-        full = bk.ladder_from_options(o, b)
+        full = ladders.ladder_from_options(o, b)
         if o.early_stopping_rate >= len(full.fidelities):
             raise ValueError(f"early_stopping_rate={o.early_stopping_rate} leaves no rung of the "
                              f"{len(full.fidelities)}-rung ladder {[b[f] for f in full.fidelities]}; use "
@@ -87,7 +88,7 @@ class ASHA(MultiFidelitySearcher):
         self.ladder, self.eta, self.ideal = self.rungs.fidelities, self.rungs.eta, list(self.rungs.ideal)
         # the least charge of an evaluation at each rung: a promotion may continue a training (the difference)
         charges = [b[self.ladder[0]]] + [b[y] - b[x] for x, y in zip(self.ladder, self.ladder[1:])]
-        configs, evaluations = bk.asha_bounds(tuple(charges), self.eta, self.workers, self.max_resource)
+        configs, evaluations = ladders.asha_bounds(tuple(charges), self.eta, self.workers, self.max_resource)
         self.capacity = min(configs, int(self.max_resource // b[self.ladder[0]]) + self.workers + 1)
         self._max_evaluations = min(evaluations, super().max_evaluations)
 
@@ -96,7 +97,7 @@ class ASHA(MultiFidelitySearcher):
         return self._max_evaluations
 
     def schedule(self, unit: str = "") -> str:
-        return bk.describe_ladder(f"asha ({self.workers} workers)", self.rungs, self.budgets, unit)
+        return ladders.describe_ladder(f"asha ({self.workers} workers)", self.rungs, self.budgets, unit)
 
     def init(self, key):
         c, k = self.capacity, len(self.ladder)

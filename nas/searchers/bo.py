@@ -46,7 +46,7 @@ from flax import struct
 from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_init
 from nas.core.options import SearcherOptions, feature_kind, one_of, positive
-from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
+from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.gp import GPConfig, fit_gp, gp_posterior, gp_posterior_sample
 from surrogates.kernels import KERNELS

@@ -35,8 +35,9 @@ from flax import struct
 from nas.core.dedup import seen_contains, seen_insert
 from nas.core.options import positive
 from nas.core.registry import register
-from nas.searchers.candidates import first_in_order
-from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe
+from nas.core.seen_set import first_in_order
+from nas.core.unseen_draw import draw_new
+from nas.searchers.observations import Observations, observations_init, observe
 from nas.searchers.successive_halving import BracketOptions, Hyperband
 from surrogates import categorical_kde as kde
 

@@ -5,7 +5,7 @@ approach to BANANAS could result in a significant decrease in the runtime").
 The schedule is Hyperband's brackets (or one successive-halving bracket, ``brackets``;
 ``nas.searchers.successive_halving``). At the start of each bracket the BANANAS step
 (``nas.searchers.bo``, Algorithm 1) runs once: fit the ensemble (``surrogates.mlp_ensemble``) on the
-results so far, build candidates by mutating the best configurations (``nas.searchers.candidates``),
+results so far, build candidates by mutating the best configurations (``nas.searchers.acquisition_candidates``),
 score them with the acquisition function at the top fidelity (``surrogates.acquisition``) and queue
 the best ``n_0`` as the bracket's new configurations. Two variants (``variant``):
 
@@ -34,13 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from nas.core import ladders
 from nas.core.dedup import seen_contains, seen_insert
 from nas.core.options import feature_kind, one_of, positive
 from nas.core.registry import register
-from nas.searchers import brackets as bk
+from nas.core.unseen_draw import draw_new
+from nas.core.vmap_ops import run_if
+from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing
 from nas.searchers.bananas import EnsembleOptions, ensemble_config
-from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing
-from nas.searchers.mf_observations import Observations, draw_new, observations_init, observe, run_if
+from nas.searchers.observations import Observations, observations_init, observe
 from nas.searchers.successive_halving import BracketOptions, BracketSearcher
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
 from surrogates.mlp_ensemble import ensemble_mean_std, fit_ensemble, predict_ensemble
@@ -98,8 +100,8 @@ class MFBananas(BracketSearcher):
 
     def make_brackets(self, ladder):
         if self.options.brackets == "hyperband":
-            return bk.hyperband_brackets(ladder, self.eta)
-        return (bk.successive_halving_bracket(ladder, self.eta),)
+            return ladders.hyperband_brackets(ladder, self.eta)
+        return (ladders.successive_halving_bracket(ladder, self.eta),)
 
     def setup(self):
         super().setup()

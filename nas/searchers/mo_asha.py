@@ -17,7 +17,7 @@ front by front), and the crowding distances and the order recomputed: a few sort
 the rung's fixed capacity ``C`` (the most configurations the budget can start) for two objectives.
 
 **Capacity.** ASHA's state holds the configurations one run can start whatever the order results
-arrive in (``nas.searchers.brackets.asha_bounds``: 406 on NAS-Bench-201 with 12 and 200 epochs, eta = 3,
+arrive in (``nas.core.ladders.asha_bounds``: 406 on NAS-Bench-201 with 12 and 200 epochs, eta = 3,
 W = 4, instead of the 2,505 that one new configuration per bottom-rung budget would take); that bound
 holds for any order of promotion, so MO-ASHA's too, and keeps its per-result sorts small.
 

@@ -41,8 +41,9 @@ from flax import struct
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
+from nas.core.seen_set import first_in_order
+from nas.searchers.acquisition_candidates import fill_missing, mutate_edits
 from nas.searchers.bo import BOSearcher, check_initial_design
-from nas.searchers.candidates import fill_missing, first_in_order, mutate_edits
 from surrogates.acquisition import acquisition_scores
 from surrogates.gp import GPConfig, fit_kernel_gp, posterior_from_cross
 from surrogates.layer_graphs import READABLE, network_reader

@@ -3,7 +3,7 @@
 A bracket starts ``n_0`` new configurations at its lowest rung; once every result of a rung is in,
 the best ``n_{i+1} = floor(n_i / eta)`` of them (by validation score, ties to the one started first)
 are promoted to the next rung's fidelity, until the bracket's top rung; then the next bracket of the
-schedule starts (``nas.searchers.brackets``: the paper's brackets mapped onto the objective's
+schedule starts (``nas.core.ladders``: the paper's brackets mapped onto the objective's
 fidelities). Brackets repeat until the compute budget is spent.
 
 - ``successive_halving``: one bracket, repeated: ``bracket`` s (-1 = the most exploratory one,
@@ -14,7 +14,7 @@ fidelities). Brackets repeat until the compute budget is spent.
 The promoted configurations of a rung are dispatched best first (``promotion_order="best_first"``, the
 default of ``successive_halving``: the better ones finish first, so where several reach the top budget
 the incumbent improves earlier) or in the order they were started (``"start_order"``, the default of
-Hyperband, BOHB and the multi-fidelity BANANAS). The rung ladder: ``nas.searchers.brackets`` (``eta``, ``min_budget``,
+Hyperband, BOHB and the multi-fidelity BANANAS). The rung ladder: ``nas.core.ladders`` (``eta``, ``min_budget``,
 ``max_budget``, ``anchor`` = ``"max"``, Hyperband's).
 
 Synchronous: with W > 1 workers a rung's promotions wait for the whole rung (``Job.ok`` False while
@@ -37,18 +37,19 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from nas.core import ladders
 from nas.core.dedup import Seen, seen_init
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.core.options import one_of
 from nas.core.registry import register
-from nas.searchers import brackets as bk
-from nas.searchers.mf_observations import draw_new, run_if
+from nas.core.unseen_draw import draw_new
+from nas.core.vmap_ops import run_if
 
 PROMOTION_ORDERS = ("best_first", "start_order")
 
 
 @dataclasses.dataclass(frozen=True)
-class BracketOptions(bk.RungOptions):
+class BracketOptions(ladders.RungOptions):
     """Attributes (and those of ``RungOptions``: eta, min_budget, max_budget, anchor):
     promotion_order: the order a completed rung's promoted configurations are dispatched in:
       ``best_first`` (by their rank at the rung below) or ``start_order`` (the order they were started;
@@ -86,12 +87,12 @@ class BracketSearcher(MultiFidelitySearcher):
     # compile-bound; rungs are gathers, compares and sums: the same histories with the loop emitters
     compile_profile = "integer_steps"  # (tests/test_compiler_hooks.py, the goldens of tests/mf_golden.py)
 
-    def make_brackets(self, ladder: tuple[int, ...]) -> tuple[bk.Bracket, ...]:
+    def make_brackets(self, ladder: tuple[int, ...]) -> tuple[ladders.Bracket, ...]:
         raise NotImplementedError
 
     def setup(self):
         super().setup()
-        self.rungs = bk.ladder_from_options(self.options, self.budgets)
+        self.rungs = ladders.ladder_from_options(self.options, self.budgets)
         self.ladder, self.eta, self.ideal = self.rungs.fidelities, self.rungs.eta, list(self.rungs.ideal)
         self.schedule_brackets = self.make_brackets(self.ladder)
         rmax = max(len(x) for x in self.schedule_brackets)
@@ -106,11 +107,11 @@ class BracketSearcher(MultiFidelitySearcher):
 
     def schedule(self, unit: str = "") -> str:
         """The bracket schedule in words (the experiment prints it once); ``unit``: the fidelities' unit."""
-        return bk.describe_schedule(self.registry_name, self.schedule_brackets, self.budgets, unit, self.rungs)
+        return ladders.describe_schedule(self.registry_name, self.schedule_brackets, self.budgets, unit, self.rungs)
 
     @property
     def max_evaluations(self) -> int:
-        bound = bk.evaluation_bound(self.schedule_brackets, self.budgets, self.max_resource)
+        bound = ladders.evaluation_bound(self.schedule_brackets, self.budgets, self.max_resource)
         return min(bound, super().max_evaluations)
 
     # -- hooks ------------------------------------------------------------------------------------
@@ -252,7 +253,7 @@ class SuccessiveHalving(BracketSearcher):
 
     def make_brackets(self, ladder):
         o = self.options
-        return (bk.successive_halving_bracket(ladder, self.eta, o.bracket, o.num_configs),)
+        return (ladders.successive_halving_bracket(ladder, self.eta, o.bracket, o.num_configs),)
 
 
 @register("hyperband")
@@ -260,4 +261,4 @@ class Hyperband(BracketSearcher):
     """Hyperband: the brackets s = s_max..0 of Algorithm 2, repeated until the budget is spent."""
 
     def make_brackets(self, ladder):
-        return bk.hyperband_brackets(ladder, self.eta)
+        return ladders.hyperband_brackets(ladder, self.eta)

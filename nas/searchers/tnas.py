@@ -12,7 +12,7 @@ the parameters file by ``scripts.meta_train``, or random strings), then every st
 2. compute the GP posterior (eqs. 1-2) of EVERY unqueried string of the space (exhaustive acquisition,
    as the paper does on NAS-Bench-201) and query the ``batch_size`` best by EI or UCB. Spaces of more
    than ``exhaustive_limit`` strings (NAS-Bench-101's 423k cells) score mutation and/or random
-   candidates instead (``acq_opt``; ``nas.searchers.candidates``, BANANAS' acquisition optimization).
+   candidates instead (``acq_opt``; ``nas.searchers.acquisition_candidates``, BANANAS' acquisition optimization).
 
 The architecture encoder psi stays at its meta-learned value during meta-test: with exhaustive acquisition
 its encoding of every string of the space is computed once when the searcher is built, so a step costs one
@@ -48,7 +48,7 @@ from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
-from nas.searchers.candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
+from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates import deep_kernel as dk
 from surrogates.acquisition import acquisition_scores
 from surrogates.meta_params import check_shapes, load_params
@@ -238,7 +238,8 @@ class TNAS(Searcher):
 
     def _candidates(self, key, state):
         """(strings int32[M, N], their psi f32[M, L], ok bool[M]): every string of the space, ok where not
-        queried yet (exhaustive acquisition), or mutation and random candidates (``nas.searchers.candidates``)."""
+        queried yet (exhaustive acquisition), or mutation and random candidates
+        (``nas.searchers.acquisition_candidates``)."""
         if self.acq_opt == "exhaustive":
             ok = ~seen_contains(state.seen, jnp.asarray(self.all_ids))
             return jnp.asarray(self.all_tokens), jnp.asarray(self.all_z), ok

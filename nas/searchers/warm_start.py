@@ -32,7 +32,7 @@ from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import make_options, register, searcher_class
-from nas.searchers.candidates import fill_missing
+from nas.searchers.acquisition_candidates import fill_missing
 
 
 @dataclasses.dataclass(frozen=True)

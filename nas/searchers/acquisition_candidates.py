@@ -8,8 +8,9 @@ parent gives ``num_candidates // k`` mutations and the parents are the ``k * pat
 ``num_arches_to_mutate``): the candidates then come from the ``k`` best strings, Algorithm 1's step 2
 ("randomly mutating the k architectures ... with the lowest value of f(a)"). Each mutation applies 1..``max_edits``
 ``space.mutate`` edits, the count uniform. ``fill_missing`` replaces the picks of a step that found too
-few candidates with fresh random strings. Used by the BO loop (``nas.searchers.bo``: BANANAS, GP-BO) and
-by TNAS beyond exhaustive acquisition (``nas.searchers.tnas``).
+few candidates with fresh random strings (``random_unseen``, also the BO loops' random first steps).
+Used by the BO loop (``nas.searchers.bo``: BANANAS, GP-BO), by TNAS beyond exhaustive acquisition
+(``nas.searchers.tnas``), by NASBOT's mutations and the multi-fidelity BANANAS.
 """
 
 from __future__ import annotations
@@ -20,22 +21,9 @@ import jax
 import jax.numpy as jnp
 
 from nas.core.dedup import Seen, fill_unique, pack_first, rank_among, seen_add, seen_contains
+from nas.core.seen_set import first_in_order
 
 ACQ_OPTS = ("mutation", "random", "mutation_random")
-
-
-def first_in_order(ids: jax.Array, among: jax.Array | None = None) -> jax.Array:
-    """bool[M]: ``ids[i]`` is the first occurrence of its value (stable sort, O(M log M)).
-
-    With ``among`` (bool[M]) only those rows count: a row of ``among`` is first if no earlier row
-    of ``among`` has its value; rows outside ``among`` are reported True and hide nothing.
-    """
-    m = ids.shape[0]
-    among = jnp.ones((m,), bool) if among is None else among
-    order = jnp.lexsort((jnp.arange(m), ids, ~among))  # rows of `among` first, then by value, then index
-    s, a = ids[order], among[order]
-    dup = jnp.concatenate([jnp.zeros((1,), bool), (s[1:] == s[:-1]) & a[1:] & a[:-1]])
-    return jnp.zeros_like(dup).at[order].set(~dup)
 
 
 def feature_hash(feats: jax.Array) -> jax.Array:

@@ -47,6 +47,8 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     "nas.host.mf_study": "nas.host.study",
     "nas.host.process_workers": "nas.host.workers.processes",
     "nas.host.ray_workers": "nas.host.workers.ray",
+    "nas.host.host_search": "nas.host.task_search",
+    "nas.host.multi_fidelity": "nas.host.task_search",
     # 0.3: study files as data (nas.host storage)
     # 0.3: the searcher contract, options and registry (nas.core, nas.searchers, nas.engine.program_cache)
     "nas.core.xla_options": "nas.engine.compile_policy",

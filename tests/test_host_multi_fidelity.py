@@ -1,7 +1,7 @@
-"""Multi-fidelity searchers on host objectives (nas/host/multi_fidelity.py) and the language's digits networks
-with epochs as the fidelity (spaces/language/epoch_training.py): the host loop equals the compiled engine with
-one worker (the scripted searcher and toy table of test_multi_fidelity_engine), and a promotion continues the
-lower fidelity's training exactly, paying only the epochs it adds."""
+"""Multi-fidelity searchers on a task's batch evaluator (nas/host/task_search.py, a thin use of the Study) and
+the language's digits networks with epochs as the fidelity (spaces/language/epoch_training.py): the task loop
+equals the compiled engine with one worker (the scripted searcher and toy table of test_multi_fidelity_engine),
+and a promotion continues the lower fidelity's training exactly, paying only the epochs it adds."""
 
 import dataclasses
 
@@ -12,7 +12,7 @@ import pytest
 
 from nas.core.multi_fidelity import Job
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.multi_fidelity import run_host_mf_search
+from nas.host.task_search import run_task_mf_search
 from tests.test_multi_fidelity_engine import BUDGETS, Scripted, ScriptOptions, scripted, toy_table
 
 
@@ -39,13 +39,13 @@ def test_the_host_loop_is_the_engine_with_one_worker(continues, max_queries):
     key = jax.random.PRNGKey(4)
     table = toy_table(continues=continues)
     engine = jax.jit(make_mf_search(s))(key, table)
-    host = run_host_mf_search(s, table_evaluator(table), key, continues=continues)
+    host = run_task_mf_search(s, table_evaluator(table), key, continues=continues)
     for name in ("tokens", "fidelity", "score", "report_score", "cost", "resource", "finish"):
         np.testing.assert_array_equal(getattr(host, name), np.asarray(getattr(engine, name)), err_msg=name)
     told = int(np.sum(host.fidelity >= 0))
     assert told == len(script) if max_queries == 6 else (told < len(script) and np.sum(host.resource) >= 27.0)
     with pytest.raises(ValueError, match="one worker"):
-        run_host_mf_search(scripted(script, workers=2), table_evaluator(table), key)
+        run_task_mf_search(scripted(script, workers=2), table_evaluator(table), key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +109,7 @@ def test_the_host_loop_drives_a_language_task(digits_task):
     script = (a + (0, -1), b + (0, -1), a + (1, 0))  # two at 1 epoch, then a promoted to 3
     s = ScriptedTokens(space, LongScript(fidelities=(1, 3), max_queries=2, script=script))
     before = digits_task.trainer.stats["epochs_trained"]
-    h = run_host_mf_search(s, digits_task.evaluate, jax.random.PRNGKey(0), train_seed=5, continues=True)
+    h = run_task_mf_search(s, digits_task.evaluate, jax.random.PRNGKey(0), train_seed=5, continues=True)
     np.testing.assert_array_equal(h.fidelity[:3], [0, 0, 1])
     np.testing.assert_array_equal(h.resource[:3], [1, 1, 2])  # the promotion pays the 2 epochs it adds
     assert digits_task.trainer.stats["epochs_trained"] - before == 4

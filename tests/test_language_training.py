@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from nas.host.host_search import incumbent_curves, run_host_search
+from nas.host.task_search import incumbent_curves, run_task_search
 from spaces.language import D, LanguageSpace
 from spaces.language import flax_modules as fm
 from spaces.language.datasets import load
@@ -118,7 +118,7 @@ def test_unknown_task_and_training_option_fail_clearly():
 )
 def test_searchers_drive_real_training_through_the_study(searcher, options):
     t = tiny_task()
-    run = run_host_search(t.evaluate, t.space, searcher, seed=0, max_queries=10, batch_size=4, **options)
+    run = run_task_search(t.evaluate, t.space, searcher, seed=0, max_queries=10, batch_size=4, **options)
     assert run["tokens"].shape == (10, t.space.num_tokens) and run["valid"].shape == (10,)
     ids = np.asarray(jax.vmap(t.space.string_id)(run["tokens"]))
     assert len(set(ids.tolist())) == 10, "an architecture was trained twice in one search"

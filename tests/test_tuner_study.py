@@ -3,7 +3,7 @@
 An engine run with W workers on a hand-made table (tests/mf_tables.py) is replayed through the Study in
 the order its results arrived: the Study must ask for exactly the jobs the engine dispatched (tokens,
 fidelity, parent), in order, and end with the same incumbent. With one worker, ``optimize`` equals the
-host loop (nas/host/multi_fidelity.py)."""
+task loop (nas/host/task_search.py)."""
 
 import warnings
 
@@ -14,8 +14,8 @@ import pytest
 from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.multi_fidelity import run_host_mf_search
 from nas.host.study import Study
+from nas.host.task_search import run_task_mf_search
 from nas.host.trials import BudgetSpent, NoTrialNow
 from tests.mf_tables import BUDGETS, SPACE, python_engine, score, toy_table
 
@@ -75,7 +75,7 @@ def test_one_worker_optimize_equals_the_host_loop_and_failures_are_never_scores(
     options = dict(max_queries=4, fidelities=BUDGETS)  # the options of test_tuner_storage's killed study
     s = make_searcher("asha", SPACE, workers=1, **options)
     seed = 1
-    plain = run_host_mf_search(s, lambda tk, sd, f, p: {"valid": [table_value(tk[0], f[0])], "test": [0.0],
+    plain = run_task_mf_search(s, lambda tk, sd, f, p: {"valid": [table_value(tk[0], f[0])], "test": [0.0],
                                                         "cost": [1.0]}, jax.random.PRNGKey(seed))  # fmt: skip
     bad = tuple(plain.tokens[1].tolist())  # the second configuration's training "diverges" at every budget
 
@@ -86,7 +86,7 @@ def test_one_worker_optimize_equals_the_host_loop_and_failures_are_never_scores(
     def objective(trial):
         return np.nan if tuple(trial.tokens.tolist()) == bad else table_value(trial.tokens, trial.fidelity)
 
-    host = run_host_mf_search(s, evaluate, jax.random.PRNGKey(seed))
+    host = run_task_mf_search(s, evaluate, jax.random.PRNGKey(seed))
     study = Study(SPACE, "asha", direction="maximize", seed=seed, continues=False, **options)
     with pytest.warns(UserWarning, match="recorded as a failed evaluation"):
         study.optimize(objective)

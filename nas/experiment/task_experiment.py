@@ -14,7 +14,7 @@ search through the tuner (``nas.host``) needs, with ``task`` in place of ``bench
     only          comma-separated searcher labels to run ("" = all)
     searchers     label -> {"name": registered searcher, **its options} (searcher_configs)
 
-``run_task_experiment`` runs each (searcher, trial) with ``nas.host.host_search.run_host_search``
+``run_task_experiment`` runs each (searcher, trial) with ``nas.host.task_search.run_task_search``
 and saves it as ``runs/<label>_<trial>.npz`` (a rerun in the same workdir skips saved runs),
 then writes ``summary.json``: per searcher and budget, the mean and standard error over trials
 of the incumbent's validation score and of its test score, architectures trained, wall time.
@@ -32,7 +32,7 @@ import numpy as np
 
 from nas.engine.budget import BudgetError, check_space
 from nas.experiment.config import ConfigError, SearcherPlan, _check_int, check_selected, get, to_dict
-from nas.host.host_search import incumbent_curves, run_host_search
+from nas.host.task_search import incumbent_curves, run_task_search
 from spaces.data_files import read_json, read_npz
 from spaces.files import savez_atomic, write_text_atomic
 
@@ -117,7 +117,7 @@ def run_task_experiment(config, workdir: str, log=print, searchers: dict[str, Se
                 continue
             seed = int(cfg["seed"]) + trial
             t0 = time.perf_counter()
-            run = run_host_search(task.evaluate, task.space, plan.name, seed, q, **options)
+            run = run_task_search(task.evaluate, task.space, plan.name, seed, q, **options)
             savez_atomic(path, run)
             runs.append(run)
             best = np.max(np.where(np.isfinite(run["valid"]), run["valid"], -np.inf))

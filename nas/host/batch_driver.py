@@ -12,7 +12,6 @@ row of values (``nas.host.objectives``).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -39,11 +38,14 @@ class BatchDriver:
         if fidelities is not None and pruner is None:
             raise ValueError("fidelities= are the budgets of a pruner's rungs (pruner='asha' or 'hyperband') or of a "
                              "multi-fidelity searcher; give a pruner, or leave fidelities out")  # fmt: skip
-        options = make_options(searcher, max_queries=study.max_queries, **searcher_kwargs)  # names, values checked
+        self.instance = None if isinstance(searcher, str) else searcher  # a searcher object, built with its options
+        options = make_options(searcher, max_queries=study.max_queries, **searcher_kwargs) if self.instance is None \
+            else searcher.options  # names and values checked
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
-        self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=study.seed)
+        self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=study.budget_seed)
         check_budget(self._budget, study.space)
-        self.name, self.kwargs, self.pruned = searcher, dict(searcher_kwargs), pruned
+        self.name = searcher if self.instance is None else type(searcher).__name__
+        self.kwargs, self.pruned = dict(searcher_kwargs), pruned
         self.build()
 
     def settings(self) -> dict:
@@ -56,10 +58,14 @@ class BatchDriver:
 
     def build(self) -> None:
         s = self.study
-        self.searcher = make_searcher(self.name, s.space, max_queries=s.max_queries, **self.kwargs)
+        if self.instance is not None:
+            self.searcher = runs = self.instance
+        else:
+            self.searcher = make_searcher(self.name, s.space, max_queries=s.max_queries, **self.kwargs)
         check_budget(self._budget, s.space, self.searcher)  # and the memory of its state
-        runs = make_searcher(self.name, program_space(s.space), max_queries=s.max_queries, **self.kwargs)
-        self._key = jax.random.PRNGKey(s.seed)
+        if self.instance is None:
+            runs = make_searcher(self.name, program_space(s.space), max_queries=s.max_queries, **self.kwargs)
+        self._key = s.key
         self._init_fn, self._ask_fn, self._tell_fn = study_programs(runs)
         self._state = None  # initialized by the first ask (a batch_size set in optimize rebuilds first)
         self._step = 0
@@ -75,9 +81,10 @@ class BatchDriver:
         """Rebuilds the searcher with ``batch_size`` before the first trial; whether it changed."""
         if int(batch_size) == self.batch_size:
             return False
-        if self.study.trials:
+        if self.study.trials or self.instance is not None:
             raise ValueError(
-                f"batch_size can change only before the first trial (the searcher runs with {self.batch_size})"
+                f"batch_size can change only before the first trial of a searcher the study builds (the searcher "
+                f"runs with {self.batch_size})"
             )
         self.kwargs["batch_size"] = int(batch_size)
         self.build()

@@ -18,7 +18,6 @@ waits for its last results. The incumbent (``best_trial``) is the best trial com
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from nas.engine.budget import Budget, check_budget
@@ -30,8 +29,9 @@ from nas.searchers import available_searchers, make_options, make_searcher, sear
 
 
 def is_multi_fidelity(searcher) -> bool:
-    """Whether the registered searcher ``searcher`` is a multi-fidelity one (the Study's job driver runs it)."""
-    return isinstance(searcher, str) and bool(getattr(searcher_class(searcher), "multi_fidelity", False))
+    """Whether ``searcher`` (a registered name or a searcher object) is a multi-fidelity one (the Study's job
+    driver runs it)."""
+    return bool(getattr(searcher_class(searcher) if isinstance(searcher, str) else searcher, "multi_fidelity", False))
 
 
 def check_multi_fidelity(searcher: str) -> None:
@@ -53,15 +53,20 @@ class JobDriver:
             raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
                              f"multi-objective searchers {obj.multi_objective_searchers()}, MO-ASHA runs in "
                              "the compiled runner (configs/multiobjective.py)")  # fmt: skip
-        if not fidelities:
+        if not fidelities and isinstance(searcher, str):
             raise ValueError(f"{searcher!r} is a multi-fidelity searcher: give fidelities=[...], the budgets "
                              "(epochs, iterations, ...) it may train to, e.g. [1, 3, 9, 27]")  # fmt: skip
-        self.name, self.continues = searcher, True if continues is None else bool(continues)
+        self.continues = True if continues is None else bool(continues)
+        if not isinstance(searcher, str):  # a searcher object, built with its options (e.g. by make_searcher)
+            self.name, self.instance, self.kwargs = type(searcher).__name__, searcher, {}
+            self.build()
+            return
+        self.name, self.instance = searcher, None
         workers = 1 if workers is None else workers
         self.kwargs = dict(searcher_kwargs, max_queries=study.max_queries, fidelities=tuple(fidelities),
                            workers=workers)  # fmt: skip
         options = make_options(searcher, **self.kwargs)  # names and values checked
-        check_budget(Budget(max_queries=options.max_queries, seed=study.seed))
+        check_budget(Budget(max_queries=options.max_queries, seed=study.budget_seed))
         self.build()
 
     def settings(self) -> dict:
@@ -73,9 +78,12 @@ class JobDriver:
 
     def build(self) -> None:
         s = self.study
-        self.searcher = make_searcher(self.name, s.space, **self.kwargs)
-        runs = make_searcher(self.name, program_space(s.space), **self.kwargs)  # programs shared by shape
-        self.schedule = MFSchedule(runs, jax.random.PRNGKey(s.seed), self.continues)
+        if self.instance is not None:
+            self.searcher = runs = self.instance
+        else:
+            self.searcher = make_searcher(self.name, s.space, **self.kwargs)
+            runs = make_searcher(self.name, program_space(s.space), **self.kwargs)  # programs shared by shape
+        self.schedule = MFSchedule(runs, s.key, self.continues)
         self._running: dict[int, tuple[dict, int]] = {}  # trial number -> (job, worker slot)
         self._at: dict[tuple, int] = {}  # (tokens, fidelity index) -> the trial evaluated there
         self._arrival: dict[int, int] = {}  # trial number -> order its result arrived in
@@ -95,7 +103,7 @@ class JobDriver:
     def set_workers(self, n_workers: int) -> bool:
         """Before the first trial, rebuilds the searcher for ``n_workers`` (its state is sized for them), so the
         study decides as the compiled engine with that many workers; whether it changed."""
-        if n_workers == self.workers or self.study.trials:
+        if n_workers == self.workers or self.study.trials or self.instance is not None:
             return False
         self.kwargs["workers"] = n_workers
         self.build()
@@ -125,6 +133,11 @@ class JobDriver:
 
     def ask(self, n):
         return self.ask_one() if n is None else [self.ask_one() for _ in range(int(n))]
+
+    def job(self, trial: Trial) -> dict:
+        """The job a pending trial runs: ``{"tokens", "fidelity", "parent"}`` (``parent``: a fidelity index, -1
+        for none), as the engine dispatches it."""
+        return self._running[trial.number][0]
 
     def _waiting_message(self) -> str:
         waiting = [t.number for t in self.study.pending()]

@@ -30,8 +30,10 @@ def multi_objective_searchers() -> list[str]:
     return [n for n in available_searchers(multi_fidelity=None) if is_multi_objective(n)]
 
 
-def is_multi_objective(searcher: str) -> bool:
-    return issubclass(searcher_class(searcher).Options, MultiObjectiveOptions)
+def is_multi_objective(searcher) -> bool:
+    """Whether ``searcher`` (a registered name or a searcher object) optimizes several objectives."""
+    cls = searcher_class(searcher) if isinstance(searcher, str) else type(searcher)
+    return issubclass(cls.Options, MultiObjectiveOptions)
 
 
 def resolve_directions(direction, directions, searcher: str, kwargs: dict) -> tuple[str, ...]:

@@ -56,6 +56,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from nas.host import objectives as obj
@@ -76,8 +78,10 @@ class Study(StudyBase):
     """Optuna-style ask/tell over a registered searcher (the module docstring: drivers, the rule of ``tell``).
 
     ``space``: a ``Space`` or a dict (``{name: [values] | Float | Int}``, ``nas.host.study_space``);
-    ``searcher``: a registered name (``available_searchers()``); ``max_queries``: the budget (trials, or for a
-    multi-fidelity searcher full evaluations); ``fidelities``: the budgets a pruner's rungs or a
+    ``searcher``: a registered name (``available_searchers()``), or a searcher object built on ``space`` (with
+    its options: a searcher of your own); ``seed``: an integer, or a JAX PRNG key (the compiled runner's, to
+    replay a run); ``max_queries``: the budget (trials, or for a multi-fidelity searcher full evaluations);
+    ``fidelities``: the budgets a pruner's rungs or a
     multi-fidelity searcher train to; ``workers``, ``continues``: a multi-fidelity searcher's (trainings at
     once; whether a promotion resumes its parent's checkpoint); other keywords are the searcher's options."""
 
@@ -109,7 +113,13 @@ class Study(StudyBase):
         self.num_objectives = len(self.directions)
         self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
         self._space_arg, self.space = space, make_space(space)
-        self.seed, self.max_queries, self.trials = int(seed), int(max_queries), []
+        self.seed, self.key = _seed_and_key(seed)
+        self.max_queries, self.trials = int(max_queries), []
+        if not isinstance(searcher, str):  # a searcher object: its options are its own
+            if searcher_kwargs or fidelities is not None or workers is not None:
+                raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
+                                 "Study none (or give the searcher's registered name and its options)")  # fmt: skip
+            self.max_queries = int(searcher.options.max_queries)
         self.pruned, self._name = pruned, searcher
         if jobs:
             if pruner is not None or pruned != "last_value":
@@ -125,9 +135,19 @@ class Study(StudyBase):
         self._setup_base(storage, directory, make_pruner(pruner, fidelities) if not jobs else None)
 
     def _settings(self) -> dict:
+        if self.seed is None or self._driver.instance is not None:
+            from nas.host.storage import StorageError
+
+            raise StorageError("a study file keeps the seed as an integer and the searcher as its registered name: "
+                               "give the Study those (not a PRNG key or a searcher object), or no storage")  # fmt: skip
         return self._driver.settings()
 
     # -- what the driver holds ----------------------------------------------------------------------
+    @property
+    def budget_seed(self) -> int:
+        """The seed the budget checks (``nas.engine.budget``): the integer seed, 0 for a PRNG key."""
+        return 0 if self.seed is None else self.seed
+
     @property
     def searcher(self):
         """The searcher object the study runs (built on the study's space)."""
@@ -276,6 +296,16 @@ class Study(StudyBase):
         """The completed trials on the Pareto front of the directions (one objective: those with the best value;
         a multi-fidelity searcher's: at the top fidelity), in trial order, as Optuna's ``study.best_trials``."""
         return self._driver.best_trials()
+
+
+def _seed_and_key(seed) -> tuple[int | None, jax.Array]:
+    """``(seed, key)``: an integer seed and ``PRNGKey(seed)``, or ``(None, key)`` for a PRNG key given as is."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        return int(seed), jax.random.PRNGKey(int(seed))
+    key = np.asarray(seed) if not isinstance(seed, jax.Array) else seed
+    if getattr(key, "dtype", None) == np.uint32 and getattr(key, "shape", None) == (2,):
+        return None, jnp.asarray(key)
+    raise TypeError(f"seed must be an integer or a JAX PRNG key (jax.random.PRNGKey(n)), got {seed!r:.60}")
 
 
 def _cost(cost, number: int) -> float | None:

@@ -21,7 +21,7 @@ import numpy as np
 from absl import flags
 
 from nas.experiment import cli
-from nas.host.host_search import incumbent_curves
+from nas.host.task_search import incumbent_curves
 from spaces.files import save_figure
 
 FLAGS = flags.FLAGS

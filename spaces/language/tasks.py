@@ -21,12 +21,12 @@ grouped by compiled signature, each group vmapped in one program) and returns
 scores for an invalid string or a diverged run. ``make_task(name, fidelities=(1, 2, 4))`` makes epochs the fidelity:
 ``evaluate(tokens, seeds, fidelity, parent)`` trains to ``fidelities[fidelity]`` epochs and a
 promotion continues the kept training of its ``parent`` fidelity (``epoch_training``);
-``nas.host.multi_fidelity`` runs multi-fidelity searchers on it.
+``nas.host.task_search`` runs multi-fidelity searchers on it.
 
 **Why host-side and not ``query(key, tokens)`` under jit**: different strings of a language space
 compile to different programs (depth, widths, kernel sizes are array shapes), so the network to
 train is only known once the token values are read on the host. The evaluation therefore runs
-between jit-compiled ``ask`` and ``tell`` calls: ``nas.host.host_search`` drives the registered searchers
+between jit-compiled ``ask`` and ``tell`` calls: ``nas.host.task_search`` drives the registered searchers
 through ``nas.host.study.Study``. A ``LanguageTask`` has the objective's reporting attributes
 (``report``, ``report_name``, ``has_test``) but no ``query``, so ``check_objective`` rejects it and
 the compiled runner (``scripts.train``) cannot be handed one by mistake.
@@ -130,7 +130,7 @@ class LanguageTask(Objective):
         """Trains every row of ``tokens`` (int[M, N]) with its seed (int[M]); f32[M] valid, test, cost, params.
 
         With fidelities: row ``i`` at ``fidelities[fidelity[i]]`` epochs (None: the top), continuing its training
-        at ``fidelities[parent[i]]`` (-1 or None: from scratch), as ``nas.host.multi_fidelity`` asks."""
+        at ``fidelities[parent[i]]`` (-1 or None: from scratch), as ``nas.host.task_search`` asks."""
         tokens = np.asarray(tokens, np.int32).reshape(-1, self.space.num_tokens)
         seeds = np.broadcast_to(np.asarray(seeds, np.int64), (tokens.shape[0],))
         if self.fidelities:

@@ -346,13 +346,14 @@ def searcher_options_of(config, label: str, fidelities: tuple[float, ...] | None
     return searcher_plan(config, label).options_on(fidelities)
 
 
-def build_benchmark(config):
+def build_benchmark(config, kwargs: dict | None = None):
     """The config's objective; a loader's refusal of an option value is a ConfigError naming the benchmark
-    and the options it was given (a data file's problem stays a DataError)."""
+    and the options it was given (a data file's problem stays a DataError). ``kwargs``: the loader options
+    when the caller has them (a run plan), else ``benchmark_kwargs`` of the config."""
     from spaces.benchmarks.registry import make_benchmark
 
     cfg = to_dict(config)
-    kwargs = benchmark_kwargs(cfg)
+    kwargs = benchmark_kwargs(cfg) if kwargs is None else kwargs
     try:
         return make_benchmark(cfg["benchmark"], **kwargs)
     except DataError:

@@ -67,7 +67,7 @@ class RunPlan:
 
     def load_benchmark(self):
         """The config's objective (a ``ConfigError`` when its loader refuses an option, ``DataError`` for a file)."""
-        return build_benchmark(self.config)
+        return build_benchmark(self.config, self.benchmark_kwargs)
 
     def build_searchers(self, bench) -> dict:
         """label -> the selected searchers on ``bench`` (``SearcherPlan.build``: budget against the space,

@@ -14,7 +14,7 @@ import pytest
 from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.study import Study
+from nas.host.study import Study, create_study
 from nas.host.task_search import run_task_mf_search
 from nas.host.trials import BudgetSpent, NoTrialNow
 from tests.mf_tables import BUDGETS, SPACE, python_engine, score, toy_table
@@ -131,3 +131,54 @@ def test_a_synchronous_rung_waits_and_ask_says_how_to_proceed(tmp_path):
         _ = study.best_trial
     with pytest.raises(ValueError, match="'asha' is a multi-fidelity searcher: give fidelities"):
         Study(SPACE, searcher="asha")
+
+
+def test_one_study_class_with_one_rule_of_tell_for_every_searcher():
+    mf = create_study(SPACE, searcher="asha", fidelities=BUDGETS, max_queries=2, seed=0)
+    sf = create_study(SPACE, searcher="random_search", max_queries=6, seed=0, batch_size=3)
+    assert type(mf) is Study and type(sf) is Study and (mf.kind, sf.kind) == ("multi_fidelity", "single")
+    for study in (mf, sf):
+        a, b, c = study.ask(), study.ask(), study.ask()
+        study.tell(a, 1.5, cost=2.0)
+        assert a.state == "complete" and a.value == 1.5 and a.cost == 2.0
+        with pytest.warns(UserWarning, match="nan; recorded as a failed evaluation"):
+            study.tell(b, float("nan"))
+        assert b.state == "failed" and b.value is None
+        with pytest.raises(TypeError, match="must be a real number"):
+            study.tell(c, "0.5")
+        with pytest.raises(TypeError, match="the cost of trial 2 must be a real number"):
+            study.tell(c, 1.0, cost="3 s")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            study.tell(c.number, None)  # failed: no warning for None
+        with pytest.raises(ValueError, match="is not pending"):
+            study.tell(a, 1.0)
+        assert c.state == "failed" and [t.state for t in study.pending()] == []
+    assert sf.best_trials == [sf.best_trial] == [sf.trials[0]] and sf.best_value == 1.5  # minimized by default
+    assert mf.best_trials == [] and mf.trials[0].fidelity == 0  # no result at the top fidelity yet
+    with pytest.raises(ValueError, match="workers= and continues= are a multi-fidelity searcher's"):
+        Study(SPACE, "random_search", workers=2)
+    with pytest.raises(ValueError, match="give it no pruner"):
+        Study(SPACE, "asha", fidelities=BUDGETS, pruner="asha")
+
+
+def test_an_executor_runs_thread_workers_and_old_names_still_import():
+    from concurrent.futures import ThreadPoolExecutor
+
+    study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=3, fidelities=BUDGETS, continues=False)
+    with ThreadPoolExecutor(2) as ex:
+        study.optimize(lambda t: float(sum(t.tokens)) + t.budget / 10, executor=ex)
+    assert study.workers == 2 and not study.pending() and all(t.state == "complete" for t in study.trials)
+    assert all(t.cost is not None for t in study.trials) and study.best_trial.fidelity == len(BUDGETS) - 1
+
+    import nas.host.study as study_module
+    import nas.host.task_search as task_search
+    import nas.host.workers as workers
+
+    with pytest.warns(DeprecationWarning, match="MultiFidelityStudy is now nas.host.study.Study"):
+        assert study_module.MultiFidelityStudy is Study
+    for old, new in (("run_host_search", "run_task_search"), ("run_host_mf_search", "run_task_mf_search")):
+        with pytest.warns(DeprecationWarning, match=f"{old} is now nas.host.task_search.{new}"):
+            assert getattr(task_search, old) is getattr(task_search, new)
+    with pytest.warns(DeprecationWarning, match="make_backend is now nas.host.workers.make_workers"):
+        assert workers.make_backend is workers.make_workers

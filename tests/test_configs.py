@@ -52,8 +52,7 @@ def test_a_config_becomes_a_plan_once_with_each_searchers_options_built_once(mon
     import dataclasses
 
     from configs import default
-    from nas.experiment import config as experiment_config
-    from nas.experiment import registry
+    from nas.experiment import registry, searcher_plan
     from nas.experiment.plan import RunPlan, make_plan
 
     calls = []
@@ -67,7 +66,7 @@ def test_a_config_becomes_a_plan_once_with_each_searchers_options_built_once(mon
 
     monkeypatch.setattr(registry, "make_entry_options", counted("options", registry.make_entry_options))
     for check in ("check_fields", "check_space", "check_memory"):
-        monkeypatch.setattr(experiment_config, check, counted(check, getattr(experiment_config, check)))
+        monkeypatch.setattr(searcher_plan, check, counted(check, getattr(searcher_plan, check)))
     config = default.get_config()
     config.num_trials, config.max_queries, config.only = 2, 10, "random_search,local_search"
     calls.clear()  # the config file lists every option (searcher_configs): not the run's

@@ -1,6 +1,7 @@
 """The experiment layer: a config file becomes a run plan, runs, a workdir and reports.
 
-- ``config``: the config schema, its validation, each searcher's plan and the benchmark it builds.
+- ``config``: the config schema, ``searcher_configs`` and ``validate_config``; ``config_fields`` checks and
+  reads the fields (data files, the benchmark), ``searcher_plan`` each searcher entry (options, budget).
 - ``plan``: ``make_plan(config, workdir)``: the typed run plan, checked once; every later step takes it.
 - ``registry``: every searcher a config can name, the compiled ones and the peers, in one lookup.
 - ``run``: ``run_experiment(config, workdir)``: every selected searcher over many seeds, then reports.

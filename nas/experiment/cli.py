@@ -32,7 +32,7 @@ from nas.engine import devices
 from nas.engine.budget import BudgetError
 from nas.engine.checkpoint import CheckpointError
 from nas.engine.program_cache import CompileThreadsError
-from nas.experiment.config import ConfigError
+from nas.experiment.config_fields import ConfigError
 from spaces.files import FULL_DISK, DataError, DiskFullError, MissingPackageError, disk_full
 from spaces.names import UnknownName
 

@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 from nas.engine.budget import BudgetError, check_space
-from nas.experiment.config import ConfigError, SearcherPlan, _check_int, check_selected, get, to_dict
+from nas.experiment.config_fields import ConfigError, check_int, get, to_dict
+from nas.experiment.searcher_plan import SearcherPlan, check_selected
 from nas.host.task_search import incumbent_curves, run_task_search
 from spaces.data_files import read_json, read_npz
 from spaces.files import savez_atomic, write_text_atomic
@@ -71,10 +72,10 @@ def validate_task_config(config) -> dict[str, SearcherPlan]:
         TrainConfig(**train)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.train: {e}") from e
-    _check_int(cfg, "num_trials", 1, ">= 1")
-    _check_int(cfg, "max_queries", 1, ">= 1")
-    _check_int(cfg, "seed", 0, ">= 0 (a seed)")
-    _check_int(cfg, "report_every", 1, ">= 1 (a query count)")
+    check_int(cfg, "num_trials", 1, ">= 1")
+    check_int(cfg, "max_queries", 1, ">= 1")
+    check_int(cfg, "seed", 0, ">= 0 (a seed)")
+    check_int(cfg, "report_every", 1, ">= 1 (a query count)")
     return check_selected(config, seed_span=int(cfg["num_trials"]))  # trial i runs with seed + i
 
 

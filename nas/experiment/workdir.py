@@ -31,7 +31,7 @@ import zipfile
 import numpy as np
 
 from nas.experiment import report as rep
-from nas.experiment.config import BENCH_OPTIONS, RUN_FIELDS, ConfigError, to_dict
+from nas.experiment.config_fields import BENCH_OPTIONS, RUN_FIELDS, ConfigError, to_dict
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")

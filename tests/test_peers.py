@@ -110,6 +110,14 @@ def test_tpe_in_an_experiment(tmp_path):
     bad.searchers.tpe.n_startup_trials = -1
     with pytest.raises(ConfigError, match="searchers.tpe"):
         validate_config(bad)
+    from nas.experiment.plan import make_plan
+
+    assert make_plan(config).searchers["tpe"].runs_on_host
+    with pytest.MonkeyPatch.context() as m:  # a multi-process run: refused when the plan is made, before any work
+        m.setattr(jax, "process_count", lambda: 2)
+        with pytest.raises(ConfigError, match=r"\['tpe'\] run on the host of one process; run them without --distr"):
+            make_plan(config, str(tmp_path / "other"))
+    assert not (tmp_path / "other").exists()
 
 
 def test_tpe_says_when_it_compiles_and_shows_every_query(capsys):

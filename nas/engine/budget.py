@@ -1,7 +1,10 @@
 """Budgets a run cannot meet, refused up front in one line: before anything is built, compiled or allocated.
 
-``check_budget(budget, space, searcher)`` is what every entry point calls (``scripts.train`` for each
-selected searcher, ``scripts.meta_train``, ``scripts.language_search``, ``nas.host.study.Study``):
+``check_budget(budget, space, searcher)`` is what every entry point calls (``scripts.meta_train``,
+``nas.host.study.Study``); a run plan (``scripts.train``, ``scripts.language_search``:
+``nas.experiment.searcher_plan``) calls its three parts as it learns what they need, each once per
+searcher: ``check_fields`` when the plan is made, ``check_space`` once the benchmark is loaded,
+``check_memory`` once the searcher is built. They check:
 
 - the fields themselves: ``num_trials >= 1``; ``1 <= batch_size <= max_queries``; ``max_queries`` below
   2**31 (query counts are int32 inside the compiled programs); the seeds in ``[0, 2**32)``: JAX's

@@ -151,3 +151,21 @@ def test_studies_of_one_shape_share_their_compiled_programs():
     other.optimize(lambda p: p["depth"] * p["lr"], n_trials=12, batch_size=2)
     assert compiles == []
     np.testing.assert_array_equal([t.tokens for t in first.trials[:2]], [t.tokens for t in other.trials[:2]])
+
+
+def test_a_searcher_object_and_a_prng_key_decide_as_the_registered_name_and_its_seed(tmp_path):
+    from nas.host.storage import StorageError
+
+    named = Study(VALUES, "random_search", seed=4, max_queries=6, batch_size=2)
+    named.optimize(objective)
+    searcher = make_searcher("random_search", named.space, max_queries=6, batch_size=2)
+    built = Study(named.space, searcher, seed=jax.random.PRNGKey(4))
+    built.optimize(objective)
+    assert built.searcher is searcher and built.max_queries == 6 and built.seed is None
+    np.testing.assert_array_equal([t.tokens for t in built.trials], [t.tokens for t in named.trials])
+    with pytest.raises(ValueError, match="is a searcher object, built with its options: give the Study none"):
+        Study(named.space, searcher, batch_size=3)
+    with pytest.raises(StorageError, match="not a PRNG key or a searcher object"):
+        Study(named.space, searcher, storage=str(tmp_path / "s.jsonl"))
+    with pytest.raises(TypeError, match="seed must be an integer or a JAX PRNG key"):
+        Study(VALUES, "random_search", seed="4", max_queries=6)

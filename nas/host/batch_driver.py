@@ -39,8 +39,10 @@ class BatchDriver:
             raise ValueError("fidelities= are the budgets of a pruner's rungs (pruner='asha' or 'hyperband') or of a "
                              "multi-fidelity searcher; give a pruner, or leave fidelities out")  # fmt: skip
         self.instance = None if isinstance(searcher, str) else searcher  # a searcher object, built with its options
-        options = make_options(searcher, max_queries=study.max_queries, **searcher_kwargs) if self.instance is None \
-            else searcher.options  # names and values checked
+        if self.instance is None:
+            options = make_options(searcher, max_queries=study.max_queries, **searcher_kwargs)  # names, values checked
+        else:
+            options = searcher.options
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
         self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=study.budget_seed)
         check_budget(self._budget, study.space)
@@ -59,12 +61,11 @@ class BatchDriver:
     def build(self) -> None:
         s = self.study
         if self.instance is not None:
-            self.searcher = runs = self.instance
+            self.searcher = runs = self.instance  # its own programs
         else:
             self.searcher = make_searcher(self.name, s.space, max_queries=s.max_queries, **self.kwargs)
-        check_budget(self._budget, s.space, self.searcher)  # and the memory of its state
-        if self.instance is None:
             runs = make_searcher(self.name, program_space(s.space), max_queries=s.max_queries, **self.kwargs)
+        check_budget(self._budget, s.space, self.searcher)  # and the memory of its state
         self._key = s.key
         self._init_fn, self._ask_fn, self._tell_fn = study_programs(runs)
         self._state = None  # initialized by the first ask (a batch_size set in optimize rebuilds first)

@@ -31,7 +31,7 @@ def table_evaluator(table):
 
 
 @pytest.mark.parametrize("continues, max_queries", [(False, 3), (True, 3), (True, 6)])
-def test_the_host_loop_is_the_engine_with_one_worker(continues, max_queries):
+def test_the_task_loop_is_the_engine_with_one_worker(continues, max_queries):
     # a promotion that continues, a promotion that does not; a budget of 3 full trainings stops the script,
     # one of 6 outlasts it (then every ask has no job and the rows stay empty)
     script = ((1, 0, 0, -1), (1, 0, 2, 0), (2, 1, 1, -1), (0, 1, 2, -1), (3, 0, 2, -1), (3, 1, 0, -1))
@@ -102,7 +102,7 @@ def test_a_digits_promotion_continues_the_same_training(digits_task):
 
 
 @pytest.mark.slow
-def test_the_host_loop_drives_a_language_task(digits_task):
+def test_the_task_loop_drives_a_language_task(digits_task):
     space = digits_task.space
     a = tuple(int(x) for x in space.from_spec([0.0, 1, 1, "tanh", 8, 3]))
     b = tuple(int(x) for x in space.from_spec([0.0, 0, 1, "relu", 8, 5]))

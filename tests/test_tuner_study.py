@@ -71,7 +71,7 @@ def test_replaying_the_engine_arrival_order_gives_its_decisions(name, workers):
         study.ask()
 
 
-def test_one_worker_optimize_equals_the_host_loop_and_failures_are_never_scores():
+def test_one_worker_optimize_equals_the_task_loop_and_failures_are_never_scores():
     options = dict(max_queries=4, fidelities=BUDGETS)  # the options of test_tuner_storage's killed study
     s = make_searcher("asha", SPACE, workers=1, **options)
     seed = 1

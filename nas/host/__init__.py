@@ -15,7 +15,7 @@
   settings as JSON data.
 - ``optimize``: the one loop of ``Study.optimize``; ``workers``: where it runs the objective (one interface:
   inline, threads or an executor, processes, Ray).
-- ``host_search``, ``multi_fidelity``: whole searches on a batch evaluator (the language experiments).
+- ``task_search``: whole searches on a batch evaluator (the language experiments), thin uses of a Study.
 
 The user guide: docs/tuner.md.
 """

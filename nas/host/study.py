@@ -81,9 +81,9 @@ class Study(StudyBase):
     ``searcher``: a registered name (``available_searchers()``), or a searcher object built on ``space`` (with
     its options: a searcher of your own); ``seed``: an integer, or a JAX PRNG key (the compiled runner's, to
     replay a run); ``max_queries``: the budget (trials, or for a multi-fidelity searcher full evaluations);
-    ``fidelities``: the budgets a pruner's rungs or a
-    multi-fidelity searcher train to; ``workers``, ``continues``: a multi-fidelity searcher's (trainings at
-    once; whether a promotion resumes its parent's checkpoint); other keywords are the searcher's options."""
+    ``fidelities``: the budgets a pruner's rungs or a multi-fidelity searcher train to; ``workers``,
+    ``continues``: a multi-fidelity searcher's (trainings at once; whether a promotion resumes its parent's
+    checkpoint); other keywords are the searcher's options."""
 
     def __init__(
         self,
@@ -104,6 +104,9 @@ class Study(StudyBase):
         **searcher_kwargs,
     ):
         searcher_kwargs = dict(searcher_kwargs)
+        if not isinstance(searcher, str) and (searcher_kwargs or fidelities is not None or workers is not None):
+            raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
+                             "Study none (or give the searcher's registered name and its options)")  # fmt: skip
         jobs = is_multi_fidelity(searcher)
         if jobs and (directions is not None or obj.is_multi_objective(searcher)):
             raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
@@ -115,12 +118,10 @@ class Study(StudyBase):
         self._space_arg, self.space = space, make_space(space)
         self.seed, self.key = _seed_and_key(seed)
         self.max_queries, self.trials = int(max_queries), []
-        if not isinstance(searcher, str):  # a searcher object: its options are its own
-            if searcher_kwargs or fidelities is not None or workers is not None:
-                raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
-                                 "Study none (or give the searcher's registered name and its options)")  # fmt: skip
+        if not isinstance(searcher, str):  # a searcher object: its budget is its own
             self.max_queries = int(searcher.options.max_queries)
-        self.pruned, self._name = pruned, searcher
+            searcher_kwargs = {}  # resolve_directions sets num_objectives: the object has it already
+        self.pruned = pruned
         if jobs:
             if pruner is not None or pruned != "last_value":
                 raise ValueError(f"{searcher!r} decides itself which trainings go on (it promotes): give it no "

@@ -21,6 +21,8 @@ import sys
 
 from absl import app, flags
 
+from nas.experiment import cli
+
 ROWS = {
     "import jax": "import jax",
     "import nas": "import nas",
@@ -62,4 +64,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

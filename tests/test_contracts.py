@@ -108,3 +108,35 @@ def test_old_paths_of_the_contract_and_its_helpers_warn_and_work():
             assert getattr(importlib.import_module(old), name) is getattr(new, name)
     with pytest.warns(DeprecationWarning, match="renamed cached_jit"):
         assert program_cache.compiled is program_cache.cached_jit
+
+
+def test_the_base_keeps_the_never_requery_set_and_the_told_count():
+    """A searcher that writes only ``_tell`` gets its told ids in ``state.seen`` and their number in
+    ``state.num_told`` from ``Searcher.tell``; a state without those fields (or ``seen=None``) is left alone."""
+    import jax.numpy as jnp
+    from flax import struct
+
+    from nas.core.contract import Searcher
+    from nas.core.seen_set import Seen, seen_contains, seen_init
+
+    @struct.dataclass
+    class State:
+        seen: Seen | None
+        num_told: jax.Array
+        best: jax.Array
+
+    class Best(Searcher):
+        registry_name = "best_only"
+
+        def _tell(self, key, tokens, scores, state):
+            return state.replace(best=jnp.maximum(state.best, jnp.max(scores))), {}
+
+    space = make_benchmark("nb201/cifar10").space
+    s = Best(space)
+    tokens = jax.vmap(space.sample)(jax.random.split(jax.random.PRNGKey(0), 3))
+    state, _ = s.tell(jax.random.PRNGKey(1), tokens, jnp.array([0.1, 0.7, 0.3]), State(seen_init(8), jnp.int32(2),
+                                                                                         jnp.float32(0.0)))  # fmt: skip
+    assert bool(jnp.all(seen_contains(state.seen, jax.vmap(space.string_id)(tokens))))
+    assert int(state.num_told) == 5 and float(state.best) == pytest.approx(0.7)
+    state, _ = s.tell(jax.random.PRNGKey(1), tokens, jnp.zeros(3), State(None, jnp.int32(0), jnp.float32(0.0)))
+    assert state.seen is None and int(state.num_told) == 3

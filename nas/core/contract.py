@@ -11,6 +11,11 @@ failed or invalid evaluation). ``state`` is a pytree (``flax.struct.dataclass``)
 so a whole search is ``lax.scan`` over ask/query/tell and many seeds are
 ``vmap``. ``metrics`` is a dict of f32 scalars with the same keys every step.
 
+**The base keeps the books** (evosax's ``tell``/``_tell``): a searcher writes its update as ``_tell``,
+and ``tell`` then adds the told strings' ids to the state's never-re-query set (its ``seen`` field) and
+their number to its ``num_told`` count, where the state has those fields (``record_told``). A searcher's
+``ask`` reads ``seen`` to propose only strings not queried yet (``nas.core.dedup.fill_unique``).
+
 A multi-objective searcher (``num_objectives`` M > 1, an option) is told ``scores`` f32[B, M]
 instead, every column to maximize: ``[valid, -latency, ...]`` (``spaces.benchmarks.metrics``;
 ``-inf`` throughout for a failed evaluation). The runner builds that vector from the metrics a run
@@ -53,6 +58,7 @@ from typing import Any, ClassVar
 import jax
 
 from nas.core.options import SearcherOptions, check_option_names
+from nas.core.seen_set import seen_add
 from spaces.base import Space
 
 
@@ -111,7 +117,26 @@ class Searcher:
         raise NotImplementedError
 
     def tell(self, key: jax.Array, tokens: jax.Array, scores: jax.Array, state: Any) -> tuple[Any, dict]:
+        """The searcher's own update (``_tell``), then the bookkeeping every searcher shares (``record_told``).
+
+        A searcher implements ``_tell``; one that overrides ``tell`` itself keeps its own books."""
+        state, metrics = self._tell(key, tokens, scores, state)
+        return self.record_told(tokens, state), metrics
+
+    def _tell(self, key: jax.Array, tokens: jax.Array, scores: jax.Array, state: Any) -> tuple[Any, dict]:
+        """The searcher's update from the told ``tokens`` and ``scores``: ``(state, metrics)``."""
         raise NotImplementedError
+
+    def record_told(self, tokens: jax.Array, state: Any) -> Any:
+        """``state`` with the told strings' ids added to its never-re-query set (a ``seen`` field that is not
+        None, ``nas.core.seen_set.Seen``) and their number to its ``num_told`` count, where it has them."""
+        fields = getattr(state, "__dataclass_fields__", {})
+        changes = {}
+        if "seen" in fields and state.seen is not None:
+            changes["seen"] = seen_add(state.seen, jax.vmap(self.space.string_id)(tokens))
+        if "num_told" in fields:
+            changes["num_told"] = state.num_told + tokens.shape[0]
+        return state.replace(**changes) if changes else state
 
     # -- hooks for the runner --------------------------------------------------------
     def breakpoints(self) -> list[int]:

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, seen_add, seen_init
+from nas.core.dedup import Seen, seen_init
 from nas.core.options import SearcherOptions, feature_kind, one_of, positive
 from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
@@ -188,14 +188,14 @@ class BOSearcher(Searcher):
         )
         return tokens, state
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         start = state.count
         new = BOState(
             tokens=jax.lax.dynamic_update_slice(state.tokens, tokens.astype(jnp.int32), (start, 0)),
             scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
             count=start + tokens.shape[0],
-            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
+            seen=state.seen,  # the base adds the told ids (Searcher.record_told)
         )
         return new, {}
 

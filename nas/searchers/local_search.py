@@ -153,7 +153,7 @@ class LocalSearch(Searcher):
         kinds = jnp.where(is_nbr, KIND_NEIGHBOR, jnp.where(climbing, KIND_FILLER, KIND_RANDOM))
         return tokens, state.replace(kinds=kinds.astype(jnp.int32))
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         tokens = tokens.astype(jnp.int32)
         scores = scores.astype(jnp.float32)
         k_start, k_move = jax.random.split(key)
@@ -181,6 +181,5 @@ class LocalSearch(Searcher):
             move = n_scores[n_best] > state.center_score
             moved = self._moved(state, tokens[n_best], n_scores[n_best], k_move)
             state = jax.tree.map(lambda x, y: jnp.where(move, x, y), moved, state)
-        state = state.replace(seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)))
         metrics = {"restarts": state.restarts.astype(jnp.float32), "center_score": state.center_score}
         return state, metrics

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
+from nas.core.dedup import Seen, seen_contains, seen_init
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
 from nas.core.seen_set import first_in_order
@@ -146,7 +146,7 @@ class NASBOT(BOSearcher):
             dist_bar=jnp.zeros((c, c), jnp.float32),
         )
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         start = state.count
         tokens = tokens.astype(jnp.int32)
@@ -160,7 +160,6 @@ class NASBOT(BOSearcher):
             tokens=all_tokens,
             scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
             count=start + tokens.shape[0],
-            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
             dist=put(state.dist, d),
             dist_bar=put(state.dist_bar, d_bar),
         ), {}

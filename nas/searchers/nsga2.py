@@ -144,7 +144,7 @@ class NSGA2(Searcher):
         # the first generation is random; P % B == 0, so a batch is all random or all children
         return jnp.where(is_init[:, None], rand, kids), state
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         n, b = self.options.population_size, tokens.shape[0]
         scores = check_scores(scores, self.options.num_objectives, b)
@@ -153,8 +153,6 @@ class NSGA2(Searcher):
             kid_tokens=jax.lax.dynamic_update_slice(state.kid_tokens, tokens.astype(jnp.int32), (at, 0)),
             kid_scores=jax.lax.dynamic_update_slice(state.kid_scores, scores, (at, 0)),
             kid_count=at + b,
-            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
-            num_told=state.num_told + b,
         )
 
         def select(st):

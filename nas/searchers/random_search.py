@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, fill_unique, seen_add, seen_init
+from nas.core.dedup import Seen, fill_unique, seen_init
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
 from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact
@@ -44,7 +44,7 @@ class RandomSearchOptions(SearcherOptions):
 class RandomSearchState:
     seen: Seen | None  # the queried ids (spaces whose ids are not grid rows)
     order: jax.Array | None  # int32[steps * B]: the run's ids (grid-row spaces)
-    asked: jax.Array  # int32[]: strings told so far
+    num_told: jax.Array  # int32[]: strings told so far (counted by the base, Searcher.record_told)
 
 
 @register("random_search")
@@ -61,15 +61,14 @@ class RandomSearch(Searcher):
     def init(self, key):
         total = self.num_steps * self.batch_size
         if self.grid_rows:
-            return RandomSearchState(
-                seen=None, order=draw_distinct_ids(key, configuration_ranks(self.space)[0], total), asked=jnp.int32(0)
-            )
-        return RandomSearchState(seen=seen_init(total), order=None, asked=jnp.int32(0))
+            order = draw_distinct_ids(key, configuration_ranks(self.space)[0], total)
+            return RandomSearchState(seen=None, order=order, num_told=jnp.int32(0))
+        return RandomSearchState(seen=seen_init(total), order=None, num_told=jnp.int32(0))
 
     def ask(self, key, state):
         b = self.batch_size
         if self.grid_rows:
-            ids = jax.lax.dynamic_slice(state.order, (jnp.minimum(state.asked, state.order.shape[0] - b),), (b,))
+            ids = jax.lax.dynamic_slice(state.order, (jnp.minimum(state.num_told, state.order.shape[0] - b),), (b,))
             return jax.vmap(lambda i: decode(self.space, i))(ids), state
 
         def propose(k):
@@ -78,9 +77,6 @@ class RandomSearch(Searcher):
         tokens, _ = fill_unique(key, self.space, propose, state.seen, b, fallback_rounds=0)  # uniform already
         return tokens, state
 
-    def tell(self, key, tokens, scores, state):
-        del key, scores
-        state = state.replace(asked=state.asked + tokens.shape[0])
-        if self.grid_rows:
-            return state, {}
-        return state.replace(seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens))), {}
+    def _tell(self, key, tokens, scores, state):
+        del key, tokens, scores
+        return state, {}  # nothing but the books (the base: seen, num_told)

@@ -141,10 +141,9 @@ class RegularizedEvolution(Searcher):
         tokens = jnp.where(is_init[:, None], rand, kids[kid_idx])
         return tokens, state
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         p = self.options.population_size
-        ids = jax.vmap(self.space.string_id)(tokens)
 
         def add(st, x):
             tok, sc = x
@@ -158,5 +157,4 @@ class RegularizedEvolution(Searcher):
             return st, None
 
         state, _ = jax.lax.scan(add, state, (tokens.astype(jnp.int32), scores.astype(jnp.float32)))
-        state = state.replace(seen=seen_add(state.seen, ids), num_told=state.num_told + tokens.shape[0])
         return state, {"population_best": jnp.max(state.pop_scores)}

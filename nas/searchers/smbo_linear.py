@@ -119,13 +119,13 @@ class SMBOLinear(Searcher):
     def _propose_random(self, key):
         return jax.vmap(self.space.sample)(jax.random.split(key, max(2 * self.batch_size, 16)))
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         start = state.count
         state = SMBOState(
             tokens=jax.lax.dynamic_update_slice(state.tokens, tokens.astype(jnp.int32), (start, 0)),
             scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
             count=start + tokens.shape[0],
-            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
+            seen=state.seen,  # the base adds the told ids (Searcher.record_told)
         )
         return state, {"best": jnp.max(state.scores)}

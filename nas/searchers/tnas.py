@@ -45,7 +45,7 @@ import numpy as np
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
+from nas.core.dedup import Seen, seen_contains, seen_init
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
 from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
@@ -259,7 +259,7 @@ class TNAS(Searcher):
         )
         return tokens, state
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         start = state.count
         z = self._psi(tokens)
@@ -268,6 +268,6 @@ class TNAS(Searcher):
             scores=jax.lax.dynamic_update_slice(state.scores, scores.astype(jnp.float32), (start,)),
             z_arch=jax.lax.dynamic_update_slice(state.z_arch, z.astype(jnp.float32), (start, 0)),
             count=start + tokens.shape[0],
-            seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)),
+            seen=state.seen,  # the base adds the told ids (Searcher.record_told)
         )
         return new, {}

@@ -52,6 +52,8 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     # 0.3: study files as data (nas.host storage)
     # 0.3: the searcher contract, options and registry (nas.core, nas.searchers, nas.engine.program_cache)
     "nas.core.xla_options": "nas.engine.compile_policy",
+    "nas.searchers.brackets": "nas.core.ladders",
+    "nas.searchers.candidates": "nas.searchers.acquisition_candidates",
     # 0.3: the chunked loop and import cycles (nas.engine, policies, spaces)
     "nas.engine.host_loop": "nas.engine.chunked_loop",
     # 0.3: the run plan (nas.experiment, scripts)

@@ -7,9 +7,9 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
 from nas.host.study import Study
+from nas.searchers import make_searcher
 from spaces.benchmarks.registry import make_benchmark
 
 VALUES = {"lr": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], "width": [16, 32, 64, 128, 256], "act": ["relu", "tanh", "gelu"]}

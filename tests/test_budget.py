@@ -7,8 +7,8 @@ from configs import default, language_search, nb201_tnas
 from nas.engine import budget as budget_module
 from nas.engine.budget import Budget, BudgetError, check_budget, run_state_bytes
 from nas.experiment.config import ConfigError, validate_config
-from nas.experiment.task_experiment import run_task_experiment, validate_task_config
 from nas.experiment.run import run_experiment
+from nas.experiment.task_experiment import run_task_experiment, validate_task_config
 from nas.host.study import Study
 from spaces import hpo, nb101, nb201
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.host.study import Study, make_space
+from nas.searchers import make_searcher
 from spaces.hpo import HPOSpace, categorical, floating, grid
 from spaces.ordinal import step_probabilities
 from spaces.params import LINEAR_INTERVALS, LOG_INTERVALS_PER_DECADE, Categorical, Float, Int, declared_space

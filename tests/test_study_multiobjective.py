@@ -7,9 +7,9 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.runner import make_search
 from nas.host.study import Study
+from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
 from spaces.benchmarks.tabular import TabularBenchmark
 

@@ -11,12 +11,12 @@ import jax
 import numpy as np
 import pytest
 
-from nas.core.searcher import make_searcher
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
 from nas.host.study import Study, create_study
 from nas.host.task_search import run_task_mf_search
 from nas.host.trials import BudgetSpent, NoTrialNow
+from nas.searchers import make_searcher
 from tests.mf_tables import BUDGETS, SPACE, python_engine, score, toy_table
 
 TABLE = toy_table()

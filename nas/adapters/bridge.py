@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Hashable
 from typing import Any
 
-from nas.core.searcher import make_options
 from nas.host.study import Study, Trial
+from nas.searchers import make_options
 
 
 class BudgetSpent(RuntimeError):

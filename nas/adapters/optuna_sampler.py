@@ -110,7 +110,7 @@ def _draw(decl, rng: np.random.Generator):
 
 
 class SearcherSampler(BaseSampler):
-    """A registered searcher (``nas.core.searcher.make_searcher``) as an Optuna sampler (see the module doc).
+    """A registered searcher (``nas.searchers.make_searcher``) as an Optuna sampler (see the module doc).
 
     Args:
       searcher: registered searcher name ("regularized_evolution", "remaade", "bananas", ...).

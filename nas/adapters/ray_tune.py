@@ -129,7 +129,7 @@ def declared_params(config: dict, lists: bool = False, prefix: tuple = ()) -> di
 
 
 class SearcherSearch(Searcher):
-    """A registered searcher (``nas.core.searcher.make_searcher``) as a Ray Tune ``Searcher`` (see the module doc).
+    """A registered searcher (``nas.searchers.make_searcher``) as a Ray Tune ``Searcher`` (see the module doc).
 
     Args:
       searcher: registered searcher name ("regularized_evolution", "remaade", "bananas", ...).

@@ -29,7 +29,7 @@ import numpy as np
 
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.engine.devices import default_compilation_cache
-from nas.engine.host_loop import compiled
+from nas.engine.program_cache import cached_jit
 from nas.engine.runner import INIT_FOLD
 from nas.host.trials import BudgetSpent, NoTrialNow
 
@@ -51,9 +51,9 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
         return searcher.tell(k_tell, job, score, state)[0]
 
     return (
-        compiled(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
-        compiled(searcher, "mf_study_ask", 0, lambda: jax.jit(ask)),
-        compiled(searcher, "mf_study_tell", 0, lambda: jax.jit(tell)),
+        cached_jit(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
+        cached_jit(searcher, "mf_study_ask", 0, lambda: jax.jit(ask)),
+        cached_jit(searcher, "mf_study_tell", 0, lambda: jax.jit(tell)),
     )
 
 

@@ -69,7 +69,8 @@ cpu = time.process_time
 out = []
 c = cpu(); import jax; from nas.engine.devices import enable_compilation_cache, use_cpu_cores
 use_cpu_cores(0); out.append(("import jax", cpu() - c))
-c = cpu(); import configs.default, nas.searchers; from nas.engine import host_loop; from nas.experiment import run as R
+c = cpu(); import configs.default, nas.searchers; from nas.engine import chunked_loop
+from nas.experiment import run as R
 from nas.experiment import report as rep; out.append(("import the library", cpu() - c))
 tmp = tempfile.mkdtemp(); enable_compilation_cache(tmp + "/jax_cache")
 compile_cpu = [0.0]
@@ -79,7 +80,7 @@ def timing(fn):
         c = cpu(); r = fn(*a, **k); compile_cpu[0] += cpu() - c; return r
     return wrapped
 
-host_loop.compile_ahead = timing(host_loop.compile_ahead)
+chunked_loop.compile_ahead = timing(chunked_loop.compile_ahead)
 run_chunked, build_benchmark, write_reports = R.run_chunked, R.build_benchmark, R.write_reports
 compile_fresh_runs = R.compile_fresh_runs
 

@@ -3,7 +3,7 @@
 ``import nas.experiment_config`` (moved to ``nas.experiment.config``) imports the new module, warns
 with a ``DeprecationWarning`` naming the new path, and binds the old name to the same module object,
 so ``from nas.experiment_config import build_searcher`` and ``nas.experiment_config.build_searcher``
-work as before. ``MOVED`` lists every move (the README's changelog says when each goes); one finder
+work as before. ``MOVED`` lists every move (CHANGELOG.md says what moved in which release); one finder
 on ``sys.meta_path`` serves them all, so no stub file stands at an old path.
 """
 
@@ -42,21 +42,20 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     "spaces.nb101_tfrecord": "spaces.benchmarks.nb101_tfrecord",
     "spaces.registry": "spaces.benchmarks.registry",
     "spaces.tabular": "spaces.benchmarks.tabular",
-    # 0.3: one Study (nas.host)
+    # 0.3: one Study class, the task loops and the workers package (nas.host)
     "nas.host.ask_tell": "nas.host.study",
     "nas.host.mf_study": "nas.host.study",
     "nas.host.process_workers": "nas.host.workers.processes",
     "nas.host.ray_workers": "nas.host.workers.ray",
     "nas.host.host_search": "nas.host.task_search",
     "nas.host.multi_fidelity": "nas.host.task_search",
-    # 0.3: study files as data (nas.host storage)
-    # 0.3: the searcher contract, options and registry (nas.core, nas.searchers, nas.engine.program_cache)
+    # 0.3: the searcher contract, options and registry; modules named by what they hold
     "nas.core.xla_options": "nas.engine.compile_policy",
     "nas.searchers.brackets": "nas.core.ladders",
     "nas.searchers.candidates": "nas.searchers.acquisition_candidates",
-    # 0.3: the chunked loop and import cycles (nas.engine, policies, spaces)
+    # 0.3: the chunked loop ("host" means the tuner side only)
     "nas.engine.host_loop": "nas.engine.chunked_loop",
-    # 0.3: the run plan (nas.experiment, scripts)
+    # 0.3: experiments on a training task
     "nas.experiment.host_experiment": "nas.experiment.task_experiment",
 }
 

@@ -51,7 +51,7 @@ class StudyBase:
 
     # -- storage ---------------------------------------------------------------------------------
     def _settings(self) -> dict:
-        """The constructor's arguments (pickled into the journal's first record)."""
+        """The constructor's arguments (the journal's first record, as JSON: nas.host.study_record)."""
         raise NotImplementedError
 
     def _journal_header(self, reset: bool = False) -> None:

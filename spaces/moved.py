@@ -45,8 +45,8 @@ MOVED: dict[str, str] = {  # old module path -> new module path
     # 0.3: one Study class, the task loops and the workers package (nas.host)
     "nas.host.ask_tell": "nas.host.study",
     "nas.host.mf_study": "nas.host.study",
-    "nas.host.process_workers": "nas.host.workers.processes",
-    "nas.host.ray_workers": "nas.host.workers.ray",
+    "nas.host.process_workers": "nas.host.workers.process_workers",
+    "nas.host.ray_workers": "nas.host.workers.ray_workers",
     "nas.host.host_search": "nas.host.task_search",
     "nas.host.multi_fidelity": "nas.host.task_search",
     # 0.3: the searcher contract, options and registry; modules named by what they hold

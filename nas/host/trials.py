@@ -12,7 +12,7 @@ into the parent's, so a promotion that crashed can start again from an intact pa
 iterations) and ``trial.should_prune()`` says whether the study's pruner stopped the trial (Optuna's
 names; note the order: ``step`` first, as in Ray Tune and TensorBoard; keywords work:
 ``trial.report(step=3, value=0.41)``). Both go to the study that handed the trial out, also from a
-worker process (``nas.host.workers.processes``).
+worker process (``nas.host.workers.process_workers``).
 
 A multi-objective study (``directions=[...]``, ``nas.host.objectives``) is told a list of numbers per
 trial and keeps them in ``trial.values``, as Optuna does.

@@ -15,8 +15,8 @@ nothing left (the loop: ``nas.host.optimize``). A backend is any object with the
 
 The backends: ``InlineWorkers`` (``inline``: one evaluation at a time in this thread, the default for one
 worker), ``ThreadWorkers`` (``threads``: threads of this process, or an executor's: ``executor=`` of
-``optimize``), ``ProcessWorkers`` (``processes``: fresh interpreters, the default for several workers)
-and ``RayWorkers`` (``ray``: Ray tasks, on one machine or a cluster). The backend only runs trials and
+``optimize``), ``ProcessWorkers`` (``process_workers``: fresh interpreters, the default for several workers)
+and ``RayWorkers`` (``ray_workers``: Ray tasks, on one machine or a cluster). The backend only runs trials and
 delivers events; the loop alone talks to the study.
 """
 
@@ -52,17 +52,17 @@ def make_workers(backend=None, n_workers: int = 1, executor=None):
     if backend == "thread":
         return ThreadWorkers(n_workers)
     if backend == "process":
-        from nas.host.workers.processes import ProcessWorkers
+        from nas.host.workers.process_workers import ProcessWorkers
 
         return ProcessWorkers(n_workers)
     if backend == "ray":
-        from nas.host.workers.ray import RayWorkers
+        from nas.host.workers.ray_workers import RayWorkers
 
         return RayWorkers(n_workers)
     raise ValueError(f"backend must be one of {BACKENDS} or a workers object, got {backend!r}")
 
 
-_LAZY = {"ProcessWorkers": "nas.host.workers.processes", "RayWorkers": "nas.host.workers.ray"}
+_LAZY = {"ProcessWorkers": "nas.host.workers.process_workers", "RayWorkers": "nas.host.workers.ray_workers"}
 _RENAMED = {"make_backend": "make_workers"}  # 0.2 names, kept for one release
 
 

@@ -52,7 +52,7 @@ class _Worker:
     def __init__(self, setup: tuple, env: dict | None):
         ours, theirs = socket.socketpair()
         boot = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-                "from nas.host.workers.processes import main; main(int(sys.argv[2]))")  # fmt: skip
+                "from nas.host.workers.process_workers import main; main(int(sys.argv[2]))")  # fmt: skip
         self.proc = subprocess.Popen([sys.executable, "-c", boot, json.dumps(sys.path), str(theirs.fileno())],
                                      pass_fds=[theirs.fileno()], env=env)  # fmt: skip
         theirs.close()

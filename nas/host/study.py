@@ -298,6 +298,14 @@ class Study(StudyBase):
         a multi-fidelity searcher's: at the top fidelity), in trial order, as Optuna's ``study.best_trials``."""
         return self._driver.best_trials()
 
+    def to_optuna(self, storage=None, study_name: str | None = None):
+        """The study's trials as an ``optuna.Study`` (in memory, or in an Optuna ``storage``) that Optuna's plots
+        and ``optuna.importance`` take (``nas.adapters.optuna_mirror``: what a trial becomes; ``OptunaMirror``
+        mirrors a study live)."""
+        from nas.adapters.optuna_mirror import to_optuna
+
+        return to_optuna(self, self._space_arg, self._driver.name, storage=storage, study_name=study_name)
+
 
 def _seed_and_key(seed) -> tuple[int | None, jax.Array]:
     """``(seed, key)``: an integer seed and ``PRNGKey(seed)``, or ``(None, key)`` for a PRNG key given as is."""

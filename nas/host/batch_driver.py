@@ -56,7 +56,7 @@ class BatchDriver:
         return dict(space=s._space_arg, searcher=self.name, direction=s.direction, seed=s.seed,
                     directions=list(s.directions) if several else None, max_queries=s.max_queries,
                     pruner=None if s.pruner is None else s.pruner.spec(), pruned=self.pruned,
-                    directory=s.directory, **self.kwargs)  # fmt: skip
+                    directory=s._directory_setting(), **self.kwargs)  # fmt: skip
 
     def build(self) -> None:
         s = self.study
@@ -152,14 +152,16 @@ class BatchDriver:
         if trial.state != "pending" or not any(trial is b for b in self._batch):
             raise ValueError(f"trial {trial.number} is not a pending trial of this study (state {trial.state!r})")
         value = None if state == "failed" else value
+        complete, cost = now(), None if cost is None else float(cost)
         if self.study.num_objectives > 1:  # a pruned trial (TrialPruned from the objective) keeps no vector
-            complete = value is not None and state == "complete"
-            trial.values, trial.state = ([float(v) for v in value] if complete else None), state
+            keep = value is not None and state == "complete"
+            values, value = ([float(v) for v in value] if keep else None), None
         else:
-            trial.value, trial.state = value, state
-        trial.cost = None if cost is None else float(cost)
-        trial.datetime_complete = now()
-        self.study._journal_tell(trial)
+            values = None
+        self.study._journal_tell(trial, state, value, values, cost, complete)  # first: a failed write changes nothing
+        if self.study.num_objectives > 1:
+            trial.values = values
+        trial.value, trial.state, trial.cost, trial.datetime_complete = value, state, cost, complete
         self._finish_batch()
 
     def score(self, trial: Trial) -> float:

@@ -24,6 +24,7 @@ from nas.engine.budget import Budget, check_budget
 from nas.host import objectives as obj
 from nas.host.mf_schedule import MFSchedule
 from nas.host.programs import program_space
+from nas.host.storage import StorageError
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, now
 from nas.searchers import available_searchers, make_options, make_searcher, searcher_class
 
@@ -74,7 +75,7 @@ class JobDriver:
         kw = {n: v for n, v in k.items() if n not in ("max_queries", "fidelities", "workers")}
         return dict(space=s._space_arg, searcher=self.name, direction=s.direction, seed=s.seed,
                     max_queries=k["max_queries"], fidelities=list(k["fidelities"]), workers=k["workers"],
-                    continues=self.continues, directory=s.directory, **kw)  # fmt: skip
+                    continues=self.continues, directory=s._directory_setting(), **kw)  # fmt: skip
 
     def build(self) -> None:
         s = self.study
@@ -116,17 +117,22 @@ class JobDriver:
     def ask_one(self) -> Trial:
         s, schedule = self.study, self.schedule
         calls = schedule.step, schedule.blocked_at
+        before = schedule.snapshot()  # a record that cannot be written leaves the schedule as it was
         try:
-            job, slot = schedule.ask()
-        except (NoTrialNow, BudgetSpent) as e:
-            if (schedule.step, schedule.blocked_at) != calls:  # the searcher was asked
-                s._journal({"event": "no_trial", "step": schedule.step})
-            if isinstance(e, NoTrialNow):
-                raise NoTrialNow(self._waiting_message()) from None
+            try:
+                job, slot = schedule.ask()
+            except (NoTrialNow, BudgetSpent) as e:
+                if (schedule.step, schedule.blocked_at) != calls:  # the searcher was asked
+                    s._journal({"event": "no_trial", "step": schedule.step})
+                if isinstance(e, NoTrialNow):
+                    raise NoTrialNow(self._waiting_message()) from None
+                raise
+            f, p = job["fidelity"], job["parent"]
+            parent = self._at.get((tuple(job["tokens"].tolist()), p)) if p >= 0 else None
+            trial = s._new_trial(job["tokens"], fidelity=f, budget=float(self.fidelities[f]), parent=parent)
+        except StorageError:
+            schedule.restore(before)
             raise
-        f, p = job["fidelity"], job["parent"]
-        parent = self._at.get((tuple(job["tokens"].tolist()), p)) if p >= 0 else None
-        trial = s._new_trial(job["tokens"], fidelity=f, budget=float(self.fidelities[f]), parent=parent)
         self._at[(tuple(job["tokens"].tolist()), f)] = trial.number
         self._running[trial.number] = (job, slot)
         return trial
@@ -149,8 +155,6 @@ class JobDriver:
         trial = self.ask_one()
         saved = (record.get("fidelity"), record.get("parent"))
         if record["event"] == "ask" and (trial.fidelity, trial.parent) != saved:
-            from nas.host.storage import StorageError
-
             raise StorageError(f"replaying trial {trial.number}: fidelity/parent {trial.fidelity}/{trial.parent}, "
                                f"the journal holds {record.get('fidelity')}/{record.get('parent')}")  # fmt: skip
         return trial
@@ -158,15 +162,16 @@ class JobDriver:
     # -- tell ------------------------------------------------------------------------------------------
     def finish(self, trial: Trial, value, state: str, cost) -> None:
         """Records how ``trial`` ended and tells the searcher (its worker slot frees)."""
-        job, slot = self._running.pop(trial.number)
+        job, slot = self._running[trial.number]
         failed = state == "failed" or value is None
         score = -np.inf if failed else np.float32(self.study._sign() * value)
+        value, state = (None, "failed") if state == "failed" else (value, state)
+        complete, cost = now(), None if cost is None else float(cost)
+        self.study._journal_tell(trial, state, value, None, cost, complete)  # written first: a failure changes nothing
         self.schedule.tell(job, slot, score)
-        trial.value, trial.state = (None, "failed") if state == "failed" else (value, state)
-        trial.cost = None if cost is None else float(cost)
-        trial.datetime_complete = now()
+        del self._running[trial.number]
+        trial.value, trial.state, trial.cost, trial.datetime_complete = value, state, cost, complete
         self._arrival[trial.number] = len(self._arrival)
-        self.study._journal_tell(trial)
 
     # -- results -------------------------------------------------------------------------------------------
     def best_trial(self) -> Trial:

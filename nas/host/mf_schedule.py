@@ -80,6 +80,14 @@ class MFSchedule:
     def budget_left(self) -> bool:
         return bool(self.spent < np.float32(self.searcher.max_resource))
 
+    def snapshot(self) -> tuple:
+        """What ``restore`` puts back (the state is an immutable pytree: nothing is copied)."""
+        return self.state, self.step, set(self.busy), self.spent, self.blocked_at
+
+    def restore(self, snapshot: tuple) -> None:
+        self.state, self.step, busy, self.spent, self.blocked_at = snapshot
+        self.busy = set(busy)
+
     def ask(self) -> tuple[dict, int]:
         """The next job (``{"tokens", "fidelity", "parent"}``, parent a fidelity index or -1) and its slot;
         ``BudgetSpent`` once the budget is spent or nothing is left, ``NoTrialNow`` while the searcher waits."""

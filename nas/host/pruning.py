@@ -126,16 +126,27 @@ class Pruner:
     def schedule(self) -> str:
         return self.rules.schedule()
 
-    def report(self, number: int, step: float, score: float) -> bool:
-        """Records trial ``number``'s ``score`` (higher is better) at ``step``; True: the trial stops."""
-        capacity = self.rungs.group.shape[0]
-        if number >= capacity:
-            self.rungs = _grown(self.rungs, 1 << int(number).bit_length())
-        self.rungs, prune = _decide(
-            self.rungs, jnp.asarray(self.rung_budgets(number)), jnp.int32(number), jnp.int32(self.group(number)),
+    def decide(self, number: int, step: float, score: float) -> tuple[Rungs, bool]:
+        """The rungs after recording trial ``number``'s ``score`` (higher is better) at ``step``, and whether the
+        trial stops; the pruner itself is unchanged until ``commit`` (a study writes the decision first)."""
+        rungs = self.rungs
+        if number >= rungs.group.shape[0]:
+            rungs = _grown(rungs, 1 << int(number).bit_length())
+        rungs, prune = _decide(
+            rungs, jnp.asarray(self.rung_budgets(number)), jnp.int32(number), jnp.int32(self.group(number)),
             jnp.float32(step), jnp.float32(score), jnp.float32(self.eta),
         )  # fmt: skip
-        return bool(prune)
+        return rungs, bool(prune)
+
+    def commit(self, rungs: Rungs) -> None:
+        """Keeps the rungs ``decide`` returned."""
+        self.rungs = rungs
+
+    def report(self, number: int, step: float, score: float) -> bool:
+        """Records trial ``number``'s ``score`` (higher is better) at ``step``; True: the trial stops."""
+        rungs, prune = self.decide(number, step, score)
+        self.commit(rungs)
+        return prune
 
 
 class ASHAPruner(Pruner):

@@ -27,8 +27,8 @@ import threading
 import numpy as np
 
 from nas.host import storage as st
-from nas.host.study_record import read_settings, settings_record
-from nas.host.trials import Trial, as_value, checkpoint_key, now
+from nas.host.study_record import read_settings, resolve_directory, settings_record
+from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, checkpoint_key, now, report_step
 
 
 class StudyBase:
@@ -40,64 +40,136 @@ class StudyBase:
         self.pruner = pruner
         self._stopped: set[int] = set()  # trials the pruner stopped
         self._replaying = False
+        if directory is not None and not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"directory must be a folder path or None (next to the storage file), got {directory!r}")
+        self._storage_spec = storage
         self.directory = os.fspath(directory) if directory is not None else st.default_directory(storage)
-        self._storage = st.open_storage(storage)
-        if self._storage is not None and self._storage.records():
-            path = getattr(self._storage, "path", storage)
-            self._storage.close()
-            raise st.StorageError(f"{path} already holds a study: continue it with Study.load({path!r}), "
-                                  "or give this study a new storage")  # fmt: skip
-        self._journal_header()
+        self._storage = None
+        if storage is None:
+            return
+        header = self._header_record()  # a setting with no JSON form is refused before any file is touched
+        store = st.open_storage(storage)
+        try:
+            if store.records():
+                path = getattr(store, "path", storage)
+                raise st.StorageError(f"{path} already holds a study: continue it with Study.load({path!r}), "
+                                      "or give this study a new storage")  # fmt: skip
+            reason = st.read_only_reason(store)
+            if reason:
+                raise st.read_only_error(getattr(store, "path", storage), reason)
+            self._storage = store
+            self._write(header)
+        except BaseException:
+            self._storage = None
+            store.close()  # the file as it was, its lock released
+            raise
 
     # -- storage ---------------------------------------------------------------------------------
     def _settings(self) -> dict:
         """The constructor's arguments (the journal's first record, as JSON: nas.host.study_record)."""
         raise NotImplementedError
 
+    def _directory_setting(self) -> str | None:
+        """The directory a study file keeps: None for the default next to the storage (a moved study finds its
+        folders next to its file), else the folder given."""
+        if self.directory is None or self.directory == st.default_directory(self._storage_spec):
+            return None
+        return self.directory
+
+    def _header_record(self) -> dict:
+        return settings_record(self.kind, self._settings())  # JSON data (nas.host.study_record)
+
     def _journal_header(self, reset: bool = False) -> None:
         if self._storage is None:
             return
+        record = self._header_record()
+        if not reset:
+            self._write(record)
+            return
+        self.check_writable()
         try:
-            record = settings_record(self.kind, self._settings())  # JSON data (nas.host.study_record)
-        except st.StorageError:  # a setting with no JSON form: the file is released, the line names it
-            self._storage.close()
+            self._storage.reset(record)
+        except OSError as e:
+            raise st.write_failed(self._storage_name(), e) from None
+
+    def _storage_name(self) -> str:
+        return str(getattr(self._storage, "path", None) or self._storage_spec)
+
+    def check_writable(self) -> None:
+        """A one-line ``StorageError`` if the study's storage cannot be written (read-only: it loads for reading)."""
+        reason = st.read_only_reason(self._storage)
+        if reason and not self._replaying:
+            raise st.read_only_error(self._storage_name(), reason)
+
+    def _write(self, record: dict) -> None:
+        """Appends ``record``; an OSError from any storage object is the one line naming the file (nothing changed)."""
+        try:
+            self._storage.append(record)
+        except st.StorageError:
             raise
-        (self._storage.reset if reset else self._storage.append)(record)
+        except OSError as e:
+            raise st.write_failed(self._storage_name(), e) from None
 
     def _journal(self, record: dict) -> None:
+        """Writes ``record`` before the study moves (write-ahead): a failed write raises and changes nothing."""
         if self._storage is not None and not self._replaying:
-            self._storage.append(record)
+            self._write(record)
 
     @classmethod
-    def load(cls, storage, directory: str | None = None):
-        """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), continued where it stopped."""
-        store = st.open_storage(storage)
-        records = store.records()
-        if not records or records[0].get("event") != "study":
-            store.close()
-            raise st.StorageError(f"{storage} holds no study (its first record is not a study's settings); "
-                                  "create one with Study(..., storage=...)")  # fmt: skip
+    def load(cls, storage, directory: str | None = None, *, read_only: bool = False):
+        """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), continued where it stopped.
+
+        ``read_only=True`` (or a file on read-only media) loads it for reading: its trials, best values and
+        dataframe; asking or telling then says that it cannot continue there. A path that does not exist, or a
+        file that is not a study's, is refused with one line and left as it was."""
+        if not isinstance(read_only, bool):
+            raise TypeError(f"read_only must be True or False, got {read_only!r}")
+        store = st.open_storage(storage, create=False, read_only=read_only)
         try:
-            settings = read_settings(records[0], storage)  # JSON data only: nothing in the file runs
-            settings["directory"] = directory if directory is not None else settings.get("directory")
-            if records[0].get("kind") not in ("single", "multi_fidelity"):
-                raise KeyError(f"kind {records[0].get('kind')!r}")
-            study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
-            study._replay(records[1:], storage)
-        except (KeyError, TypeError, ValueError) as e:  # records that do not rebuild a study: one line, the file
-            store.close()
-            raise st.StorageError(f"{storage}: the study it holds does not rebuild ({e})") from None
+            return cls._load_from(store, storage, directory)
         except BaseException:
-            store.close()  # the lock goes with it
+            store.close()  # the lock goes with it: the repaired file loads in this process
             raise
+
+    @classmethod
+    def _load_from(cls, store, storage, directory):
+        records = store.records()
+        where = os.fspath(storage) if isinstance(storage, (str, os.PathLike)) else getattr(store, "path", storage)
+        if not records or records[0].get("event") != "study":
+            raise st.StorageError(f"{where} holds no study (its first record is not a study's settings: "
+                                  f"{'the file is empty' if not records else 'deleted or edited?'}); create one "
+                                  "with Study(..., storage=...)")  # fmt: skip
+        settings = read_settings(records[0], where)  # JSON data only: nothing in the file runs
+        asked = any(r.get("event") == "ask" for r in records[1:])
+        settings["directory"] = resolve_directory(settings.get("directory"), storage, directory, asked)
+        kind = records[0].get("kind")
+        if kind not in ("single", "multi_fidelity"):
+            raise st.StorageError(f"{where}: the study it holds does not rebuild (its kind {kind!r} is not "
+                                  "'single' or 'multi_fidelity')")  # fmt: skip
+        try:
+            study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
+        except (KeyError, TypeError, ValueError) as e:  # settings that do not rebuild a study: one line, the file
+            raise st.StorageError(f"{where}: the study it holds does not rebuild ({e})") from None
+        study._storage_spec = storage
+        study._replay(records[1:], where)
         study._storage = store
+        if st.read_only_reason(store) is None:
+            for t in study.pending():  # their folders, as when they were asked (never the folder itself)
+                if t.checkpoint_dir is not None and os.path.isdir(study.directory):
+                    os.makedirs(t.checkpoint_dir, exist_ok=True)
         return study
 
     def _replay(self, records: list[dict], where) -> None:
         self._replaying = True
         try:
             for i, r in enumerate(records):
-                self._replay_one(r, f"{where}, record {i + 2}")
+                at = f"{where}, record {i + 2}"
+                try:
+                    self._replay_one(r, at)
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError, NoTrialNow, BudgetSpent) as e:
+                    raise st.StorageError(f"{at}: the {r.get('event')!r} record does not replay "
+                                          f"({type(e).__name__}: {e}); the file was edited or lines of it were "
+                                          "deleted: restore it") from None  # fmt: skip
         finally:
             self._replaying = False
 
@@ -107,8 +179,9 @@ class StudyBase:
             trial = self._ask_replayed(r)
             if trial.number != r["number"] or trial.tokens.tolist() != r["tokens"]:
                 raise st.StorageError(f"{where}: replaying the searcher asked trial {trial.number} with "
-                                      f"{trial.tokens.tolist()}, the journal holds {r['number']} with {r['tokens']}; "
-                                      "the journal belongs to another version of the searcher")  # fmt: skip
+                                      f"{trial.tokens.tolist()}, the file holds {r['number']} with {r['tokens']}; "
+                                      "the file was edited, or it belongs to another version of the "
+                                      "searcher")  # fmt: skip
             trial.datetime_start = _time(r.get("start"))
         elif event == "no_trial":
             try:
@@ -120,9 +193,16 @@ class StudyBase:
             if self.report(r["number"], r["step"], r["value"]) != r["prune"]:
                 raise st.StorageError(f"{where}: replaying, the pruner decided otherwise for trial {r['number']}")
         elif event == "tell":
-            trial = self.trials[r["number"]]
+            number = r["number"]
+            if not isinstance(number, int) or not 0 <= number < len(self.trials):
+                raise st.StorageError(f"{where}: a tell of trial {number!r}, which was never asked (lines deleted?)")
+            trial = self.trials[number]
+            if trial.state != "pending":
+                raise st.StorageError(f"{where}: trial {number} is told twice (lines repeated?)")
             self._finish(trial, r["values"] if "values" in r else r["value"], r["state"], r.get("cost"))
             trial.datetime_complete = _time(r.get("complete"))
+        else:
+            raise st.StorageError(f"{where}: an unknown event {event!r}")
 
     def _ask_replayed(self, record: dict) -> Trial:
         return self.ask()
@@ -135,21 +215,23 @@ class StudyBase:
 
     # -- trials ------------------------------------------------------------------------------------
     def _new_trial(self, tokens, **fields) -> Trial:
+        """Trial ``len(trials)``, written to storage before the study holds it (write-ahead)."""
         number = len(self.trials)
         trial = Trial(number=number, tokens=tokens, params=self.space.to_spec(tokens), datetime_start=now(),
                       _study=self, **fields)  # fmt: skip
-        if self.directory is not None:
-            trial.checkpoint_dir = os.path.join(self.directory, checkpoint_key(number))
-            os.makedirs(trial.checkpoint_dir, exist_ok=True)
-            if trial.parent is not None:
-                trial.parent_checkpoint_dir = os.path.join(self.directory, checkpoint_key(trial.parent))
-        self.trials.append(trial)
         record = {"event": "ask", "number": number, "tokens": trial.tokens.tolist(),
                   "start": _iso(trial.datetime_start)}  # fmt: skip
         for k in ("fidelity", "parent"):
             if fields.get(k) is not None:
                 record[k] = fields[k]
         self._journal(record)
+        if self.directory is not None:
+            trial.checkpoint_dir = os.path.join(self.directory, checkpoint_key(number))
+            if not self._replaying:  # a load creates no folder (read-only media, a moved study)
+                os.makedirs(trial.checkpoint_dir, exist_ok=True)
+            if trial.parent is not None:
+                trial.parent_checkpoint_dir = os.path.join(self.directory, checkpoint_key(trial.parent))
+        self.trials.append(trial)
         return trial
 
     def get_trial(self, trial: Trial | int) -> Trial:
@@ -166,22 +248,28 @@ class StudyBase:
         return -1.0 if self.direction == "minimize" else 1.0
 
     def report(self, trial: Trial | int, step: float, value: float) -> bool:
-        """Records ``value`` at ``step`` for a pending trial; returns whether the pruner stops it."""
+        """Records ``value`` at ``step`` (a finite number >= 0, in the fidelity's unit) for a pending trial;
+        returns whether the pruner stops it. Checked in full and written to storage before anything changes."""
         with self._lock:
             t = self.get_trial(trial)
             if t.state != "pending":
                 raise ValueError(f"trial {t.number} is {t.state}; report while it runs")
-            step = float(as_value(step, t.number))
+            step = report_step(step, t.number)
             v = as_value(value, t.number)
             if v is None:
                 raise TypeError(f"report: the value of trial {t.number} at step {step:g} must be a number")
-            t.intermediate_values[step] = v
+            self.check_writable()
+            decided = None
             if self.pruner is not None and t.number not in self._stopped:
                 score = self._sign() * v if math.isfinite(v) else -math.inf
-                if self.pruner.report(t.number, step, score):
-                    self._stopped.add(t.number)
-            prune = t.number in self._stopped
+                decided = self.pruner.decide(t.number, step, score)  # (rungs, prune): nothing changed yet
+            prune = decided[1] if decided is not None else t.number in self._stopped
             self._journal({"event": "report", "number": t.number, "step": step, "value": v, "prune": prune})
+            if decided is not None:
+                self.pruner.commit(decided[0])
+                if prune:
+                    self._stopped.add(t.number)
+            t.intermediate_values[step] = v
             return prune
 
     def should_prune(self, trial: Trial | int) -> bool:
@@ -193,11 +281,12 @@ class StudyBase:
         """Records how ``trial`` ended (``complete``, ``failed``, ``pruned``) and tells the searcher."""
         raise NotImplementedError
 
-    def _journal_tell(self, trial: Trial) -> None:
-        record = {"event": "tell", "number": trial.number, "state": trial.state, "value": trial.value,
-                  "cost": trial.cost, "complete": _iso(trial.datetime_complete)}  # fmt: skip
+    def _journal_tell(self, trial: Trial, state: str, value, values, cost, complete) -> None:
+        """Writes how ``trial`` ended, before the trial or the searcher changes (write-ahead)."""
+        record = {"event": "tell", "number": trial.number, "state": state, "value": value, "cost": cost,
+                  "complete": _iso(complete)}  # fmt: skip
         if self.num_objectives > 1:
-            record["values"] = trial.values
+            record["values"] = values
         self._journal(record)
 
     # -- results -------------------------------------------------------------------------------------

@@ -82,3 +82,35 @@ def _pickle_in(data, where: str) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def resolve_directory(stored, storage, given, asked: bool) -> str | None:
+    """The trials' checkpoint folder of a loaded study: ``given`` (``Study.load(..., directory=)``); else the one
+    next to the storage file when the file keeps none (the default) or keeps a folder of that name that moved
+    with it; else the folder the file keeps. A study with trials whose folder is nowhere is refused with the fix
+    (its promotions would train from scratch, and the old folder would be created again)."""
+    from nas.host.storage import default_directory, storage_path
+
+    if given is not None:
+        if not isinstance(given, (str, os.PathLike)):
+            raise TypeError(f"directory must be a folder path or None (next to the storage file), got {given!r}")
+        return os.fspath(given)
+    default = default_directory(storage)
+    if stored is None:
+        return default
+    if not isinstance(stored, str):
+        raise StorageError(f"{storage}: the study's directory setting is {stored!r}, not a folder path")
+    candidates = [stored]
+    if isinstance(storage, (str, os.PathLike)) and not os.path.isabs(stored):
+        candidates.append(os.path.join(os.path.dirname(storage_path(storage)), stored))
+    moved = default is not None and os.path.basename(os.path.normpath(stored)) == os.path.basename(default)
+    if moved:
+        candidates.insert(0, default)  # relative to the storage: where a moved study's folders are
+    for folder in candidates:
+        if os.path.isdir(folder):
+            return folder
+    if not asked:
+        return default if moved else stored
+    raise StorageError(f"{storage}: the trials' checkpoint folder {stored} is gone (was the study moved without it?); "
+                       f"move it back, or give Study.load({os.fspath(storage)!r}, directory=...) the folder that "
+                       "holds its trial_00000, trial_00001, ...")  # fmt: skip

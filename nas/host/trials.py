@@ -142,6 +142,29 @@ def read_values(value, number: int, m: int):
     return out
 
 
+def report_step(step, number: int) -> float:
+    """A reported step as a float: a finite real number >= 0 (epochs, iterations); anything else is one line."""
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"report: the step of trial {number} must be a number (epochs, iterations), got {step!r:.60}")
+    if not math.isfinite(float(step)) or step < 0:
+        raise ValueError(f"report: the step of trial {number} must be a finite number >= 0 (epochs, iterations), "
+                         f"got {step!r}")  # fmt: skip
+    return float(step)
+
+
+def as_cost(cost, number: int) -> float | None:
+    """A told cost as a float (None: not given); a finite real number >= 0, else one line."""
+    if cost is None:
+        return None
+    if isinstance(cost, (bool, np.bool_)) or not isinstance(cost, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"the cost of trial {number} must be a real number (what the evaluation spent) or None, "
+                        f"got {cost!r:.60}")  # fmt: skip
+    if not math.isfinite(float(cost)) or cost < 0:
+        raise ValueError(f"the cost of trial {number} must be a finite number >= 0 (what the evaluation spent) or "
+                         f"None, got {cost!r}")  # fmt: skip
+    return float(cost)
+
+
 def nonfinite(value) -> bool:
     """Whether a told value (a number or a sequence of numbers) holds a NaN or an infinity."""
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):

@@ -63,7 +63,8 @@ import numpy as np
 from nas.host import objectives as obj
 from nas.host.batch_driver import BatchDriver
 from nas.host.job_driver import JobDriver, is_multi_fidelity
-from nas.host.optimize import run_optimize
+from nas.host.optimize import check_arguments, run_optimize
+from nas.host.progress import make_progress
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
 from nas.host.study_space import make_space
@@ -240,40 +241,50 @@ class Study(StudyBase):
         self,
         fn: Callable[[Any], Any],
         n_trials: int | None = None,
+        timeout: float | None = None,
         *,
         n_workers: int | None = None,
         backend=None,
         executor=None,
         batch_size: int | None = None,
-        catch: tuple[type[BaseException], ...] = (),
+        catch: type[Exception] | tuple[type[Exception], ...] = (),
         retries: int = 0,
+        trial_timeout: float | None = None,
+        show_progress: bool | None = None,
     ) -> Study:
-        """Evaluates ``fn`` for ``n_trials`` trials (default: until the budget is spent; 0 = none); pending
-        trials run first.
+        """Evaluates ``fn`` for ``n_trials`` trials (default: until the budget is spent; 0 = none) or until
+        ``timeout`` seconds passed (Optuna's: no trial starts after it, the running ones finish); pending trials
+        run first.
 
         ``fn`` gets a copy of the trial's params, or the trial itself with a pruner or a multi-fidelity
         searcher (``trial.budget``, ``trial.report``, ``trial.should_prune``, ``TrialPruned``). Workers
         (``nas.host.workers``): ``n_workers`` at once (default 1), ``backend`` None (in this thread for one
         worker, processes for more), ``"thread"``, ``"process"``, ``"ray"`` or a workers object;
         ``executor`` (a ``concurrent.futures`` executor) runs them as threads over it (``n_workers``: its
-        ``max_workers`` unless given). ``catch``: exceptions recorded as failed evaluations (any other is
-        raised once the running trials are told; its trial stays pending); ``retries``: how often a trial
-        whose worker died runs again before it is recorded as failed.
+        ``max_workers`` unless given). ``catch``: an exception class or a tuple of them, recorded as failed
+        evaluations (any other is raised once the running trials are told; its trial stays pending);
+        ``retries``: how often a trial whose worker died runs again before it is recorded as failed;
+        ``trial_timeout``: seconds a trial may run on process or Ray workers before its worker is killed (and
+        replaced) and the trial recorded as failed. SIGTERM stops the workers as SIGINT does.
+
+        ``show_progress`` (``nas.host.progress``): None (default) redraws one line on stderr when it is a
+        terminal (trials done, running, pruned, failed, the best value, the elapsed time, and what is
+        compiling), and otherwise logs one INFO record per finished trial on the ``nas.host`` logger (shown
+        where the script configures logging for INFO, e.g. ``logging.basicConfig(level=logging.INFO)``; a
+        level above INFO on that logger turns the terminal line off too); True shows the line, or the plain
+        lines on stderr, whatever the logging level; False shows nothing.
 
         Before the first trial, ``batch_size`` sets a single-fidelity searcher's batch, and ``n_workers`` a
         multi-fidelity searcher's ``workers`` (its state is sized for them, so the study decides as the
         compiled engine with that many workers). The searcher updates on whole batches: give it
         ``batch_size >= n_workers`` to keep every worker busy."""
-        if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer))
-                                     or n_trials < 0):  # fmt: skip
-            raise ValueError(f"n_trials must be a non-negative integer (0 runs nothing) or None (until the budget is "
-                             f"spent), got {n_trials!r}")  # fmt: skip
+        a = check_arguments(n_trials, n_workers, catch, retries, timeout, trial_timeout, show_progress)
+        n_trials, n_workers = a["n_trials"], a["n_workers"]
         if n_workers is None:
             n_workers = int(getattr(executor, "_max_workers", 1) or 1) if executor is not None else 1
-        if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
-            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+        workers = make_workers(backend, n_workers, executor, trial_timeout=a["trial_timeout"])  # refused: nothing ran
         changed = batch_size is not None and self._driver.set_batch_size(batch_size)
-        if self._driver.set_workers(int(n_workers)) or changed:
+        if self._driver.set_workers(n_workers) or changed:
             self._journal_header(reset=True)  # a journal's settings say what the trials ran with
         left = self._driver.trials_left()
         if left is not None:
@@ -281,8 +292,8 @@ class Study(StudyBase):
                 raise ValueError(f"n_trials={n_trials} exceeds the remaining budget ({left} of "
                                  f"max_queries={self.max_queries})")  # fmt: skip
             n_trials = left if n_trials is None else n_trials
-        workers = make_workers(backend, int(n_workers), executor)
-        run_optimize(self, fn, None if n_trials is None else int(n_trials), workers, tuple(catch), int(retries))
+        run_optimize(self, fn, n_trials, workers, a["catch"], a["retries"], timeout=a["timeout"],
+                     progress=make_progress(self, show_progress))  # fmt: skip
         return self
 
     # -- results ----------------------------------------------------------------------------------------

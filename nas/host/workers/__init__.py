@@ -10,8 +10,13 @@ nothing left (the loop: ``nas.host.optimize``). A backend is any object with the
 - ``submit(trial)``: starts evaluating the trial (its plain fields, ``Trial.payload()``, travel to
   another process); returns at once, except inline;
 - ``next_event() -> Event``: waits for the next event of a running trial (``nas.host.workers.events``:
-  ``report`` with a ``reply(prune)`` back to the objective, ``done``, ``pruned``, ``error``, ``crash``);
-- ``close()``: shuts the workers down (after the last event, or when the loop raises).
+  ``report`` with a ``reply(prune)`` back to the objective, ``done``, ``pruned``, ``error``, ``crash``,
+  ``timeout``);
+- ``close()``: shuts the workers down (after the last event, or when the loop raises: a worker still
+  running a trial is killed).
+
+Process and Ray workers take a ``trial_timeout`` (seconds): a trial that runs longer has its worker killed
+(a fresh one takes the next trial) and comes back as a ``timeout`` event, recorded as a failed trial.
 
 The backends: ``InlineWorkers`` (``inline``: one evaluation at a time in this thread, the default for one
 worker), ``ThreadWorkers`` (``threads``: threads of this process, or an executor's: ``executor=`` of
@@ -31,10 +36,20 @@ BACKENDS = ("inline", "thread", "process", "ray")
 __all__ = ["BACKENDS", "Event", "InlineWorkers", "ThreadWorkers", "call_objective", "make_workers"]
 
 
-def make_workers(backend=None, n_workers: int = 1, executor=None):
+def make_workers(backend=None, n_workers: int = 1, executor=None, trial_timeout: float | None = None):
     """A backend from ``backend`` (None, ``"inline"``, ``"thread"``, ``"process"``, ``"ray"`` or a backend
     object) for ``n_workers`` evaluations at once; an ``executor`` (``concurrent.futures``) becomes thread
-    workers over it. None: inline for one worker, processes for more."""
+    workers over it. None: inline for one worker, processes for more. ``trial_timeout``: seconds a trial may
+    run before its worker is killed (process and Ray workers, and a workers object with a ``trial_timeout``)."""
+    if trial_timeout is not None:
+        mine = backend is not None and not isinstance(backend, str)  # a workers object
+        if mine and hasattr(backend, "trial_timeout"):
+            backend.trial_timeout = trial_timeout
+        elif mine or executor is not None or backend in ("inline", "thread") or (backend is None and n_workers == 1):
+            where = "an executor" if executor is not None else f"backend={backend!r}"
+            where += " with one worker" if backend is None and executor is None else ""
+            raise ValueError(f"trial_timeout= stops a trial by killing its worker process: give backend='process' "
+                             f"or 'ray' ({where} runs trials where they cannot be stopped)")  # fmt: skip
     if executor is not None:
         if backend not in (None, "thread"):
             raise ValueError(f"executor= runs the trials as thread workers over the executor; give it or "
@@ -54,11 +69,11 @@ def make_workers(backend=None, n_workers: int = 1, executor=None):
     if backend == "process":
         from nas.host.workers.process_workers import ProcessWorkers
 
-        return ProcessWorkers(n_workers)
+        return ProcessWorkers(n_workers, trial_timeout=trial_timeout)
     if backend == "ray":
         from nas.host.workers.ray_workers import RayWorkers
 
-        return RayWorkers(n_workers)
+        return RayWorkers(n_workers, trial_timeout=trial_timeout)
     raise ValueError(f"backend must be one of {BACKENDS} or a workers object, got {backend!r}")
 
 

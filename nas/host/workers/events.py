@@ -2,8 +2,9 @@
 
 Kinds: ``report`` (an intermediate value, with ``step`` and ``reply``: the way back to the waiting
 objective with the pruner's decision), ``done`` (the objective returned ``value``), ``pruned`` (it raised
-``TrialPruned``), ``error`` (it raised ``value``, the exception) and ``crash`` (the worker itself died:
-``value`` says how). ``call_objective`` runs an objective and says how it ended; every backend calls it
+``TrialPruned``), ``error`` (it raised ``value``, the exception), ``crash`` (the worker itself died:
+``value`` says how) and ``timeout`` (it ran past the workers' ``trial_timeout`` and its worker was killed:
+``value`` says so). ``call_objective`` runs an objective and says how it ended; every backend calls it
 where the objective runs (a thread, a worker process, a Ray task). Nothing here imports JAX.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from nas.host.trials import TrialPruned
 
-KINDS = ("report", "done", "pruned", "error", "crash")
+KINDS = ("report", "done", "pruned", "error", "crash", "timeout")
 
 
 @dataclasses.dataclass

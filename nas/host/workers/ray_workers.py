@@ -5,7 +5,9 @@ The study stays in the driver process; each trial is one Ray task (``num_cpus=1`
 task goes through a small async actor (``ReportChannel``) that the driver polls; the task waits there
 for the pruner's decision. A task whose worker dies (``WorkerCrashedError``, a killed node) is a
 ``crash`` of its trial only: run again or recorded as failed (``nas.host.workers``). Ray's own task
-retries are off (``max_retries=0``) so that the study decides.
+retries are off (``max_retries=0``) so that the study decides. ``RayWorkers(W, trial_timeout=seconds)``: a task
+running longer than that (counted from its submission) is cancelled with ``force=True``, which kills its Ray
+worker process (Ray starts another), and comes back as a ``timeout`` event, recorded as a failed trial.
 
 Ray is imported only here, when the backend starts: ``pip install "ray[default]"``. Without a running
 Ray, ``ray.init()`` starts a local one; connect to a cluster first with ``ray.init(address=...)``.
@@ -14,6 +16,7 @@ Ray, ``ray.init()`` starts a local one; connect to a cluster first with ``ray.in
 from __future__ import annotations
 
 import asyncio
+import time
 
 from nas.host.trials import Trial
 from nas.host.workers.events import Event, call_objective
@@ -74,8 +77,8 @@ def run_trial(fn, payload: dict, pass_trial: bool, channel) -> tuple:
 class RayWorkers:
     """At most ``n_workers`` trials as Ray tasks at once; ``remote_options`` go to ``ray.remote`` (module doc)."""
 
-    def __init__(self, n_workers: int, **remote_options):
-        self.n_workers = int(n_workers)
+    def __init__(self, n_workers: int, trial_timeout: float | None = None, **remote_options):
+        self.n_workers, self.trial_timeout = int(n_workers), trial_timeout
         self.remote_options = {"num_cpus": 1, **remote_options, "max_retries": 0}
 
     def start(self, fn, pass_trial: bool) -> None:
@@ -86,6 +89,7 @@ class RayWorkers:
         self.task = ray.remote(**self.remote_options)(run_trial)
         self.fn, self.pass_trial = ray.put(fn), pass_trial
         self.refs: dict = {}  # object ref -> trial number
+        self.since: dict = {}  # object ref -> when it was submitted (time.monotonic)
         self.events: list[Event] = []
 
     def free(self) -> bool:
@@ -93,7 +97,7 @@ class RayWorkers:
 
     def submit(self, trial) -> None:
         ref = self.task.remote(self.fn, trial.payload(), self.pass_trial, self.channel)
-        self.refs[ref] = trial.number
+        self.refs[ref], self.since[ref] = trial.number, time.monotonic()
 
     def next_event(self) -> Event:
         ray = self.ray
@@ -101,11 +105,13 @@ class RayWorkers:
             for number, step, value in ray.get(self.channel.take.remote()):
                 reply = lambda prune, n=number: self.channel.answer.remote(n, prune)  # noqa: E731
                 self.events.append(Event("report", number, value, step=step, reply=reply))
+            self._stop_late()
             if self.events:
                 break
             ready, _ = ray.wait(list(self.refs), num_returns=1, timeout=0.05)
             for ref in ready:
                 number = self.refs.pop(ref)
+                self.since.pop(ref)
                 try:
                     kind, value, elapsed = ray.get(ref)
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
@@ -117,8 +123,19 @@ class RayWorkers:
                     self.events.append(Event(kind, number, value, elapsed=elapsed))
         return self.events.pop(0)
 
+    def _stop_late(self) -> None:
+        """Cancels (kills) the tasks that ran past ``trial_timeout``: a ``timeout`` event each."""
+        if self.trial_timeout is None:
+            return
+        now = time.monotonic()
+        for ref in [r for r, t in self.since.items() if now - t >= self.trial_timeout]:
+            self.ray.cancel(ref, force=True)
+            number, ran = self.refs.pop(ref), now - self.since.pop(ref)
+            self.events.append(Event("timeout", number, f"it ran longer than trial_timeout={self.trial_timeout:g} s "
+                                     "and its Ray worker process was killed", elapsed=ran))  # fmt: skip
+
     def close(self) -> None:
         for ref in list(self.refs):
             self.ray.cancel(ref, force=True)
-        self.refs = {}
+        self.refs, self.since = {}, {}
         self.ray.kill(self.channel)

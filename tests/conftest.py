@@ -45,7 +45,7 @@ def shared_file(relpath: str) -> str:
     """Absolute path of ``../shared/data/<relpath>``; skips the test when absent."""
     path = SHARED_DATA / relpath
     if not path.exists():
-        pytest.skip(f"benchmark file {path} is absent (public data expected in ../shared/data; see README)")
+        pytest.skip(f"benchmark file {path} is absent (public data expected in ../shared/data; see CONTRIBUTING.md)")
     return str(path)
 
 

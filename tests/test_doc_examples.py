@@ -118,7 +118,7 @@ def prepared(block: Block, tmp: Path) -> str:
         code = code.replace(old, new)
     for rel in re.findall(r"\.\./shared/data/([\w./-]*\w)", code):
         if not (SHARED_DATA / rel).exists():
-            pytest.skip(f"{block.where} reads {SHARED_DATA / rel}, which is absent (public data, see README)")
+            pytest.skip(f"{block.where} reads {SHARED_DATA / rel}, which is absent (public data, see CONTRIBUTING.md)")
     # /tmp/ first: the data's own path may lie under /tmp (a checkout there) and must stay as it is
     return code.replace("/tmp/", f"{tmp}/").replace("../shared/data", str(SHARED_DATA))
 

@@ -140,3 +140,79 @@ def test_the_base_keeps_the_never_requery_set_and_the_told_count():
     assert int(state.num_told) == 5 and float(state.best) == pytest.approx(0.7)
     state, _ = s.tell(jax.random.PRNGKey(1), tokens, jnp.zeros(3), State(None, jnp.int32(0), jnp.float32(0.0)))
     assert state.seen is None and int(state.num_told) == 3
+
+
+def test_new_books_gives_the_empty_books_a_state_declares():
+    """``Searcher.new_books`` fills the ``seen`` and ``num_told`` fields a state class declares (and asks for a
+    capacity where it keeps a seen set); a searcher that wraps another's state keeps the books there
+    (``books_in``)."""
+    import jax.numpy as jnp
+    from flax import struct
+
+    from nas.core.contract import Searcher
+    from nas.core.seen_set import PAD, Seen, seen_contains
+
+    @struct.dataclass
+    class Inner:
+        seen: Seen
+        num_told: jax.Array
+
+    @struct.dataclass
+    class Outer:
+        inner: Inner
+        extra: jax.Array
+
+    class Wrapper(Searcher):
+        registry_name = "wrapper"
+        books_in = "inner"
+
+        def _tell(self, key, tokens, scores, state):
+            return state.replace(extra=state.extra + 1), {}
+
+    space = make_benchmark("nb201/cifar10").space
+    s = Wrapper(space)
+    books = s.new_books(Inner, capacity=4)
+    assert sorted(books) == ["num_told", "seen"] and int(books["num_told"]) == 0
+    assert books["seen"].ids.shape == (4,) and bool(jnp.all(books["seen"].ids == PAD)) and int(books["seen"].count) == 0
+    assert s.new_books(Outer) == {}
+    with pytest.raises(TypeError, match="needs its capacity"):
+        s.new_books(Inner)
+    tokens = jax.vmap(space.sample)(jax.random.split(jax.random.PRNGKey(0), 2))
+    state, _ = s.tell(jax.random.PRNGKey(1), tokens, jnp.zeros(2), Outer(Inner(**books), jnp.int32(0)))
+    assert int(state.extra) == 1 and int(state.inner.num_told) == 2
+    assert bool(jnp.all(seen_contains(state.inner.seen, jax.vmap(space.string_id)(tokens))))
+
+
+def test_every_built_in_searcher_writes_its_update_only():
+    """No registered searcher overrides ``tell``: the base keeps the books (``Searcher.tell``) or, for a
+    multi-fidelity searcher, reads a NaN result as a failed one (``MultiFidelitySearcher.tell``)."""
+    from nas.core.contract import Searcher
+    from nas.core.multi_fidelity import MultiFidelitySearcher
+    from nas.core.registry import available_searchers, searcher_class
+
+    names = available_searchers(multi_fidelity=None)
+    assert len(names) >= 20
+    for name in names:
+        cls = searcher_class(name)
+        if not issubclass(cls, Searcher):
+            continue  # a peer: its own contract (nas.experiment.peer_base)
+        assert cls.tell in (Searcher.tell, MultiFidelitySearcher.tell), f"{name} overrides tell"
+        assert cls._tell is not Searcher._tell, f"{name} writes no _tell"
+
+
+def test_a_multi_fidelity_searcher_is_told_a_nan_as_a_failed_evaluation():
+    import jax.numpy as jnp
+
+    from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+
+    class Record(MultiFidelitySearcher):
+        registry_name = "record"
+
+        def _tell(self, key, job, score, state):
+            return score, {}
+
+    s = Record(make_benchmark("nb201/cifar10").space, fidelities=(1, 2))
+    job = Job.make(jnp.zeros(6, jnp.int32), 0)
+    assert float(s.tell(None, job, jnp.float32(jnp.nan), None)[0]) == -np.inf
+    np.testing.assert_array_equal(s.tell(None, job, jnp.array([0.5, jnp.nan]), None)[0], [0.5, -np.inf])
+    assert float(s.tell_if(None, job, jnp.float32(0.25), jnp.float32(0.0), jnp.bool_(True))[0]) == 0.25

@@ -13,8 +13,11 @@ so a whole search is ``lax.scan`` over ask/query/tell and many seeds are
 
 **The base keeps the books** (evosax's ``tell``/``_tell``): a searcher writes its update as ``_tell``,
 and ``tell`` then adds the told strings' ids to the state's never-re-query set (its ``seen`` field) and
-their number to its ``num_told`` count, where the state has those fields (``record_told``). A searcher's
-``ask`` reads ``seen`` to propose only strings not queried yet (``nas.core.dedup.fill_unique``).
+their number to its ``num_told`` count, where the state has those fields (``record_told``; a searcher
+that wraps another's state names the field holding it, ``books_in``). A searcher's ``ask`` reads ``seen``
+to propose only strings not queried yet (``nas.core.dedup.fill_unique``). The books start empty from
+``new_books``: a state class declares ``seen`` and/or ``num_told`` and ``init`` passes
+``**self.new_books(State, capacity)`` to it, so a searcher writes its algorithm only.
 
 A multi-objective searcher (``num_objectives`` M > 1, an option) is told ``scores`` f32[B, M]
 instead, every column to maximize: ``[valid, -latency, ...]`` (``spaces.benchmarks.metrics``;
@@ -56,14 +59,16 @@ from collections.abc import Hashable
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 
 from nas.core.options import SearcherOptions, check_option_names
-from nas.core.seen_set import seen_add
+from nas.core.seen_set import seen_add, seen_init
 from spaces.base import Space
 
 
 class Searcher:
-    """Base class: a space and frozen options; subclasses implement ``init``, ``ask`` and ``tell``.
+    """Base class: a space and frozen options; subclasses implement ``init``, ``ask`` and ``_tell``
+    (``tell`` runs ``_tell`` and keeps the books, ``record_told``).
 
     Subclasses set ``Options`` (their options dataclass) and may override
     ``setup`` to derive static values (a policy network, a config of a
@@ -75,6 +80,7 @@ class Searcher:
     splits_over_devices: ClassVar[bool] = True
     multi_fidelity: ClassVar[bool] = False  # True: the job contract of nas.core.multi_fidelity
     compile_profile: ClassVar[str] = "default"  # nas.engine.compile_policy.PROFILES
+    books_in: ClassVar[str | None] = None  # the state field holding the books (a wrapped searcher's state)
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):
         options = options if options is not None else self.Options()
@@ -127,9 +133,32 @@ class Searcher:
         """The searcher's update from the told ``tokens`` and ``scores``: ``(state, metrics)``."""
         raise NotImplementedError
 
+    def new_books(self, state_type: type, capacity: int | None = None) -> dict:
+        """The shared fields ``state_type`` declares, empty: ``seen`` (an empty ``nas.core.seen_set.Seen``
+        with room for ``capacity`` ids) and ``num_told`` (0). ``init`` passes them on::
+
+            return MyState(**self.new_books(MyState, self.max_queries), weights=...)
+        """
+        fields = getattr(state_type, "__dataclass_fields__", {})
+        books = {}
+        if "seen" in fields:
+            if capacity is None:
+                raise TypeError(f"{state_type.__name__} keeps a seen set: new_books needs its capacity")
+            books["seen"] = seen_init(capacity)
+        if "num_told" in fields:
+            books["num_told"] = jnp.int32(0)
+        return books
+
     def record_told(self, tokens: jax.Array, state: Any) -> Any:
         """``state`` with the told strings' ids added to its never-re-query set (a ``seen`` field that is not
-        None, ``nas.core.seen_set.Seen``) and their number to its ``num_told`` count, where it has them."""
+        None, ``nas.core.seen_set.Seen``) and their number to its ``num_told`` count, where it has them (in
+        the field ``books_in`` names, where a searcher keeps its books in a wrapped state)."""
+        if self.books_in is not None:
+            inner = self._record_books(tokens, getattr(state, self.books_in))
+            return state.replace(**{self.books_in: inner})
+        return self._record_books(tokens, state)
+
+    def _record_books(self, tokens: jax.Array, state: Any) -> Any:
         fields = getattr(state, "__dataclass_fields__", {})
         changes = {}
         if "seen" in fields and state.seen is not None:

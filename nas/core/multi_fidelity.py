@@ -22,6 +22,11 @@ the run is sequential. The budget is compute: ``max_queries`` full evaluations, 
 dispatches evaluations while the resource spent (``fidelities`` budgets, or their differences for
 promotions that continue) is below ``max_queries * fidelities[-1]``.
 
+**The base keeps the shared part of ``tell``** (evosax's ``tell``/``_tell``): a searcher writes its update as
+``_tell``, which ``tell`` calls with a NaN score read as a failed evaluation (``-inf``, every objective of a
+vector). Its never-re-query set is its own: a multi-fidelity searcher adds a configuration to ``seen`` when
+it starts it (at ``ask``), since a promotion queries a configuration again at a higher fidelity.
+
 The engine asks and tells under a per-seed condition (an idle worker, a finished evaluation):
 ``ask_if(key, state, pred)`` and ``tell_if(key, job, score, state, pred)`` leave the state unchanged
 where ``pred`` is False. Their default selects between the new and the old state, a pass over the whole
@@ -101,7 +106,8 @@ class MultiFidelityOptions(SearcherOptions):
 
 
 class MultiFidelitySearcher(Searcher):
-    """Base class: ``init``, ``ask(key, state) -> (Job, state)``, ``tell(key, job, score, state)``."""
+    """Base class: ``init``, ``ask(key, state) -> (Job, state)``, ``tell(key, job, score, state)``; a searcher
+    writes ``_tell(key, job, score, state)``, told a failed evaluation as ``-inf`` (``failed_as_neg_inf``)."""
 
     Options: ClassVar[type[SearcherOptions]] = MultiFidelityOptions
     multi_fidelity: ClassVar[bool] = True
@@ -150,6 +156,11 @@ class MultiFidelitySearcher(Searcher):
         raise NotImplementedError
 
     def tell(self, key: jax.Array, job: Job, score: jax.Array, state: Any) -> tuple[Any, dict]:
+        """The searcher's update (``_tell``), told a NaN score as a failed evaluation (``-inf``)."""
+        return self._tell(key, job, failed_as_neg_inf(score), state)
+
+    def _tell(self, key: jax.Array, job: Job, score: jax.Array, state: Any) -> tuple[Any, dict]:
+        """The searcher's update from one finished evaluation: ``(state, metrics)``; ``score`` has no NaN."""
         raise NotImplementedError
 
     def ask_if(self, key: jax.Array, state: Any, pred: jax.Array) -> tuple[Job, Any]:
@@ -161,6 +172,11 @@ class MultiFidelitySearcher(Searcher):
         """``tell`` where ``pred``, else ``state`` unchanged (the metrics are ``tell``'s either way)."""
         new, metrics = self.tell(key, job, score, state)
         return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, state), metrics
+
+
+def failed_as_neg_inf(score: jax.Array) -> jax.Array:
+    """``score`` with a NaN (an evaluation that failed) as ``-inf``, elementwise."""
+    return jnp.where(jnp.isnan(score), -jnp.inf, score)
 
 
 def is_multi_fidelity(searcher) -> bool:

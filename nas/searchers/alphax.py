@@ -83,7 +83,7 @@ class AlphaXState:
     tree_len: jax.Array  # int32[B]
     lo: jax.Array  # f32[]
     hi: jax.Array  # f32[]
-    seen: Seen
+    seen: Seen  # the queried ids (kept by the base, Searcher.record_told)
     data_tokens: jax.Array  # int32[C, N] evaluated networks (the meta-DNN's training set)
     data_scores: jax.Array  # f32[C]
     count: jax.Array  # int32[]
@@ -149,7 +149,7 @@ class AlphaX(MCTS):
         pred = jax.vmap(one)(keys, tokens.astype(jnp.int32), state.tree_len)
         return jnp.where(state.count >= self.options.min_train, 0.5 * (rewards + pred), rewards)
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         k_sim, k_train = jax.random.split(key)
         rewards, lo, hi = self.rewards(scores, state)
         values = self.node_values(k_sim, tokens, rewards, state)

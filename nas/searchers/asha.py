@@ -34,7 +34,7 @@ from flax import struct
 
 from nas.core import ladders
 from nas.core.dedup import EMPTY, Seen, seen_init, seen_insert
-from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.core.multi_fidelity import Job, MultiFidelitySearcher, failed_as_neg_inf
 from nas.core.registry import register
 from nas.core.unseen_draw import draw_candidate
 from nas.core.vmap_ops import first_max, first_true
@@ -64,7 +64,7 @@ class ASHAState:
     has: jax.Array  # bool[C, K]: result in at rung k
     promoted: jax.Array  # bool[C, K]: promoted out of rung k
     ranked: jax.Array  # f32[K, C]: each rung's results, best first (-inf after them): top-k without a sort
-    seen: Seen
+    seen: Seen  # every configuration started (at ask: its own books, a promotion queries it again)
     exhausted: jax.Array  # bool[]
 
 
@@ -155,16 +155,18 @@ class ASHA(MultiFidelitySearcher):
             exhausted=state.exhausted | (pred & ~ok),
         )
 
-    def tell(self, key, job, score, state):
+    def _tell(self, key, job, score, state):
         return self.masked_tell(key, job, score, state, jnp.bool_(True))
 
     def tell_if(self, key, job, score, state, pred):
-        if type(self).tell is not ASHA.tell:  # a subclass that tells its own way: the generic select
+        own_way = type(self)._tell is not ASHA._tell or type(self).tell is not MultiFidelitySearcher.tell
+        if own_way:  # a subclass that tells its own way: the generic select
             return super().tell_if(key, job, score, state, pred)
-        return self.masked_tell(key, job, score, state, pred)
+        return self.masked_tell(key, job, failed_as_neg_inf(score), state, pred)
 
     def masked_tell(self, key, job, score, state, pred):
-        """``tell`` where ``pred``, else ``state`` unchanged, writing only the entries the result changes."""
+        """``_tell`` where ``pred``, else ``state`` unchanged, writing only the entries the result changes
+        (``score`` without NaN, ``failed_as_neg_inf``)."""
         del key
         rung_of = (
             jnp.full((self.num_fidelities,), -1, jnp.int32)
@@ -175,7 +177,6 @@ class ASHA(MultiFidelitySearcher):
         match = (jnp.arange(state.tokens.shape[0]) < state.count) & jnp.all(state.tokens == job.tokens, axis=-1)
         slot = first_true(match)
         hit = jnp.any(match) & (k >= 0) & pred
-        score = jnp.where(jnp.isnan(score), -jnp.inf, score)
         kk = jnp.maximum(k, 0)
         state = state.replace(
             score=state.score.at[slot, kk].set(jnp.where(hit, score, state.score[slot, kk])),

@@ -144,6 +144,6 @@ class BOHB(Hyperband):
         model = state.model.replace(from_model=state.model.from_model + take.astype(jnp.int32))
         return tokens, ok | take, state.replace(seen=seen, model=model)
 
-    def tell(self, key, job, score, state):
-        state, metrics = super().tell(key, job, score, state)
+    def _tell(self, key, job, score, state):
+        state, metrics = super()._tell(key, job, score, state)
         return state, {**metrics, "from_model": state.model.from_model.astype(jnp.float32)}

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
+from nas.core.dedup import Seen, fill_unique_aux
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
 
@@ -66,7 +66,7 @@ class MCTSState:
     tree_len: jax.Array  # int32[B]: tree part (selection + expansion steps) of the last ask's strings
     lo: jax.Array  # f32[]: lowest finite score told (+inf before any)
     hi: jax.Array  # f32[]
-    seen: Seen
+    seen: Seen  # the queried ids (kept by the base, Searcher.record_told); the tree is the algorithm's
 
 
 def uct_values(state: MCTSState, node: jax.Array, exploration: float, minmax: bool) -> jax.Array:
@@ -111,7 +111,7 @@ class MCTS(Searcher):
             tree_len=jnp.zeros((self.batch_size,), jnp.int32),
             lo=jnp.float32(jnp.inf),
             hi=jnp.float32(-jnp.inf),
-            seen=seen_init(self.num_steps * self.batch_size),
+            **self.new_books(MCTSState, self.num_steps * self.batch_size),
         )
 
     def uct_exploration(self) -> float:
@@ -186,16 +186,16 @@ class MCTS(Searcher):
         return jnp.where(finite, scores, jnp.where(jnp.isfinite(lo), lo, 0.0)), lo, hi
 
     def backup_batch(self, state, tokens, rewards, lo, hi):
-        """Backs up each told string's reward along its path (``backup``); records the range and the ids."""
+        """Backs up each told string's reward along its path (``backup``) and records the score range."""
 
         def one(st, x):
             tok, length, r = x
             return self.backup(st, tok, length, r), None
 
         state, _ = jax.lax.scan(one, state, (tokens.astype(jnp.int32), state.tree_len, rewards))
-        return state.replace(lo=lo, hi=hi, seen=seen_add(state.seen, jax.vmap(self.space.string_id)(tokens)))
+        return state.replace(lo=lo, hi=hi)
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
         rewards, lo, hi = self.rewards(scores, state)
         state = self.backup_batch(state, tokens, rewards, lo, hi)

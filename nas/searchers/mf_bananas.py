@@ -203,6 +203,6 @@ class MFBananas(BracketSearcher):
 
         return run_if(needed & ready, ranked, state, state.score)
 
-    def tell(self, key, job, score, state):
-        state, metrics = super().tell(key, job, score, state)
+    def _tell(self, key, job, score, state):
+        state, metrics = super()._tell(key, job, score, state)
         return state, {**metrics, "model_brackets": state.model.proposed.astype(jnp.float32)}

@@ -83,7 +83,7 @@ class MOASHA(ASHA):
             best_slot = jnp.where(found, slot, best_slot)
         return best_k, best_slot
 
-    def tell(self, key, job, score, state):
+    def _tell(self, key, job, score, state):
         del key
         c = state.tokens.shape[0]
         score = jnp.asarray(score, jnp.float32).reshape(self.options.num_objectives)
@@ -96,7 +96,6 @@ class MOASHA(ASHA):
         match = (jnp.arange(c) < state.count) & jnp.all(state.tokens == job.tokens, axis=-1)
         slot = jnp.argmax(match)
         hit = jnp.any(match) & (k >= 0)
-        score = jnp.where(jnp.isnan(score), -jnp.inf, score)
         kk = jnp.maximum(k, 0)
         values = state.values.at[slot, kk].set(jnp.where(hit, score, state.values[slot, kk]))
         has = state.has.at[slot, kk].set(state.has[slot, kk] | hit)

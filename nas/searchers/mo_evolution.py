@@ -60,9 +60,9 @@ class MORegularizedEvolution(RegularizedEvolution):
         best = jnp.lexsort((-state.pop_crowd[idx], state.pop_rank[idx]))[0]
         return state.pop_tokens[idx[best]]
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
-        state, _ = super().tell(key, tokens, scores, state)
+        state, _ = super()._tell(key, tokens, scores, state)
         present = jnp.arange(self.options.population_size) < state.pop_count
         rank, crowd = nsga2_priority(losses(state.pop_scores), present)
         state = state.replace(pop_rank=rank, pop_crowd=crowd)

@@ -72,7 +72,7 @@ import optax
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, fill_unique_aux, seen_add, seen_init
+from nas.core.dedup import Seen, fill_unique_aux
 from nas.core.options import SearcherOptions, one_of, positive
 from policies import make_policy
 from policies.orderings import make_orderings
@@ -135,7 +135,7 @@ class PolicySearchState:
     fresh: jax.Array  # bool[B]: the string is a policy sample (not a fallback)
     baseline: jax.Array  # f32[]
     num_updates: jax.Array  # int32[]
-    seen: Seen
+    seen: Seen  # the queried ids (kept by the base, Searcher.record_told)
     extra: Any = None  # searcher-specific (ReACTS' data buffer)
 
 
@@ -190,7 +190,8 @@ class PolicySearchOptions(SearcherOptions):
 
 
 class PolicySearcher(Searcher):
-    """Common init/ask and Adam update of ReMAADE and ReACTS."""
+    """Common init/ask and Adam update of ReMAADE and ReACTS; each writes its update as ``_tell`` (the base
+    adds the told strings to ``seen``)."""
 
     Options = PolicySearchOptions
 
@@ -219,8 +220,8 @@ class PolicySearcher(Searcher):
             fresh=jnp.zeros(b, bool),
             baseline=jnp.float32(0.0),
             num_updates=jnp.int32(0),
-            seen=seen_init(self.max_queries),
             extra=extra,
+            **self.new_books(PolicySearchState, self.max_queries),
         )
 
     def init(self, key):
@@ -306,10 +307,11 @@ class PolicySearcher(Searcher):
         }
         return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), metrics)
 
-    def rewards_and_weights(self, state, tokens, scores):
-        """Weight 1 for policy samples with a finite score, the masked batch mean and ``seen`` update."""
+    @staticmethod
+    def rewards_and_weights(state, scores):
+        """``(f, weight, mean)``: weight 1 for policy samples with a finite score, their rewards ``f`` (0
+        elsewhere) and the masked batch mean."""
         weight = (state.fresh & jnp.isfinite(scores)).astype(jnp.float32)
         f = jnp.where(weight > 0, scores, 0.0)
         mean = jnp.sum(weight * f) / jnp.maximum(jnp.sum(weight), 1.0)
-        seen = seen_add(state.seen, jax.vmap(self.space.string_id)(tokens))
-        return f, weight, mean, state.replace(seen=seen)
+        return f, weight, mean

@@ -184,9 +184,9 @@ class ReACTS(PolicySearcher):
         # step i of order k decides position orders[k, i]: V before that position
         return jax.vmap(unpermute)(by_step, orders)
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         k_fit, k_roll = jax.random.split(key)
-        f, weight, batch_mean, state = self.rewards_and_weights(state, tokens, scores)
+        f, weight, batch_mean = self.rewards_and_weights(state, scores)
         ex, t, b = state.extra, state.num_updates, self.batch_size
         # Algorithm 2 line 6: all data so far, reweighted to the current policy (eq. 20)
         start = ex["count"]

@@ -54,9 +54,9 @@ class ReMAADEOptions(PolicySearchOptions):
 class ReMAADE(PolicySearcher):
     Options = ReMAADEOptions
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         del key
-        f, weight, batch_mean, state = self.rewards_and_weights(state, tokens, scores)
+        f, weight, batch_mean = self.rewards_and_weights(state, scores)
         any_w = jnp.sum(weight) > 0
         ema = ema_baseline(state.baseline, state.num_updates, batch_mean, self.options.baseline_decay)
         b = jnp.where(any_w, ema, state.baseline)

@@ -93,6 +93,7 @@ class ParEGOBananas(Bananas):
 
     Options = ScalarizedBananasOptions
     random_steps_light = False  # its random steps scalarize the objectives (float arithmetic)
+    books_in = "bo"  # the BO state keeps the books (Searcher.record_told)
 
     def init(self, key):
         c, m = self.capacity, self.options.num_objectives
@@ -110,10 +111,10 @@ class ParEGOBananas(Bananas):
         tokens, _ = super().ask(key, self.scalarized(jax.random.fold_in(key, WEIGHT_FOLD), state))
         return tokens, state
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
         values = jax.lax.dynamic_update_slice(state.values, scores, (state.bo.count, 0))
-        bo, metrics = super().tell(key, tokens, scores[:, 0], state.bo)
+        bo, metrics = super()._tell(key, tokens, scores[:, 0], state.bo)
         return ScalarizedBOState(bo=bo, values=values), metrics
 
 
@@ -144,6 +145,7 @@ class ParEGOLocalSearch(LocalSearch):
     """Local search on ParEGO's augmented-Chebyshev scalarization, new weights at every (re)start."""
 
     Options = ScalarizedLocalSearchOptions
+    books_in = "ls"  # the climb's state keeps the books (Searcher.record_told)
 
     def init(self, key):
         m = self.options.num_objectives
@@ -165,7 +167,7 @@ class ParEGOLocalSearch(LocalSearch):
         sweep_values = jnp.where(jnp.isneginf(ls.sweep_score), -jnp.inf, state.sweep_values)
         return tokens, state.replace(ls=ls, weights=weights, center_values=center_values, sweep_values=sweep_values)
 
-    def tell(self, key, tokens, scores, state):
+    def _tell(self, key, tokens, scores, state):
         scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
         lo, hi = observed_bounds(scores, jnp.ones((tokens.shape[0],), bool))
         lo, hi = jnp.minimum(lo, state.lo), jnp.maximum(hi, state.hi)  # every observation so far
@@ -174,7 +176,7 @@ class ParEGOLocalSearch(LocalSearch):
             return chebyshev_score(v, state.weights, lo, hi)
 
         ls = state.ls.replace(center_score=scal(state.center_values), sweep_score=scal(state.sweep_values))
-        ls, metrics = super().tell(key, tokens, scal(scores), ls)
+        ls, metrics = super()._tell(key, tokens, scal(scores), ls)
         center_values = _matching_row(tokens, ls.center, scores, state.center_values)
         sweep_values = _matching_row(tokens, ls.sweep_tokens, scores, state.sweep_values)
         sweep_values = jnp.where(jnp.isneginf(ls.sweep_score), -jnp.inf, sweep_values)

@@ -75,7 +75,7 @@ class BracketState:
     told: jax.Array  # bool[C]: result in at this rung
     score: jax.Array  # f32[C]: results at this rung
     rank: jax.Array  # int32[C]: rank at the rung below (0 = best): the dispatch order of ``best_first``
-    seen: Seen  # every configuration started
+    seen: Seen  # every configuration started (at ask: its own books, a promotion queries it again)
     exhausted: jax.Array  # bool[]: no configuration left to start
     model: object  # a subclass's data and model (None here)
 
@@ -180,9 +180,8 @@ class BracketSearcher(MultiFidelitySearcher):
         )
         return job, jax.tree.map(lambda a, b: jnp.where(ok, a, b), upd, state)
 
-    def tell(self, key, job, score, state):
+    def _tell(self, key, job, score, state):
         k_obs, k_adv = jax.random.split(key)
-        score = jnp.where(jnp.isnan(score), -jnp.inf, score)
         match = state.asked & ~state.told & jnp.all(state.tokens == job.tokens, axis=-1)
         slot = jnp.argmax(match)
         hit = jnp.any(match) & (job.fidelity == self._fidelity(state, state.rung))

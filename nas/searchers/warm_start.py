@@ -29,7 +29,7 @@ import numpy as np
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, seen_add, seen_contains, seen_init
+from nas.core.dedup import Seen, seen_add, seen_contains
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import make_options, register, searcher_class
 from nas.searchers.acquisition_candidates import fill_missing
@@ -103,8 +103,8 @@ def warm_started(entry: dict, *, design_file: str = "", design: str = "", num_de
 @struct.dataclass
 class WarmStartState:
     inner: object  # the inner searcher's state
-    count: jax.Array  # int32[] queries told so far
-    seen: Seen  # the strings queried so far
+    num_told: jax.Array  # int32[] queries told so far (kept by the base, Searcher.record_told)
+    seen: Seen  # the strings queried so far (the base's books; the inner searcher keeps its own)
 
 
 @register("warm_start")
@@ -173,12 +173,12 @@ class WarmStart(Searcher):
 
     def init(self, key):
         capacity = self.max_queries + self.options.num_design + 2 * self.batch_size  # queries, design, fill
-        return WarmStartState(self.inner.init(key), jnp.int32(0), seen_init(capacity))
+        return WarmStartState(inner=self.inner.init(key), **self.new_books(WarmStartState, capacity))
 
     def ask(self, key, state):
         k_inner, k_fill = jax.random.split(key)
         tokens, inner = self.inner.ask(k_inner, state.inner)
-        pos = state.count + jnp.arange(self.batch_size)
+        pos = state.num_told + jnp.arange(self.batch_size)
         is_design = pos < self.options.num_design
         tokens = jnp.where(is_design[:, None], jnp.asarray(self.design)[jnp.clip(pos, 0, len(self.design) - 1)], tokens)
         ids = jax.vmap(self.space.string_id)(tokens)
@@ -193,7 +193,6 @@ class WarmStart(Searcher):
         tokens = jax.lax.cond(jnp.any(clash), refill, lambda t: t, tokens)
         return tokens, state.replace(inner=inner)
 
-    def tell(self, key, tokens, scores, state):
-        inner, metrics = self.inner.tell(key, tokens, scores, state.inner)
-        seen = seen_add(state.seen, jax.vmap(self.space.string_id)(tokens))
-        return WarmStartState(inner, state.count + tokens.shape[0], seen), metrics
+    def _tell(self, key, tokens, scores, state):
+        inner, metrics = self.inner.tell(key, tokens, scores, state.inner)  # the inner searcher's own books too
+        return state.replace(inner=inner), metrics

@@ -68,7 +68,7 @@ from nas.host.progress import make_progress
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
 from nas.host.study_space import make_space
-from nas.host.trials import Trial, nonfinite, read_values
+from nas.host.trials import Trial, as_cost, nonfinite, read_values
 from nas.host.workers import make_workers
 from spaces.base import Space
 
@@ -105,6 +105,7 @@ class Study(StudyBase):
         **searcher_kwargs,
     ):
         searcher_kwargs = dict(searcher_kwargs)
+        fidelities, workers = _check_arguments(max_queries, fidelities, workers, continues)
         if not isinstance(searcher, str) and (searcher_kwargs or fidelities is not None or workers is not None):
             raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
                              "Study none (or give the searcher's registered name and its options)")  # fmt: skip
@@ -199,6 +200,7 @@ class Study(StudyBase):
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
             raise ValueError(f"ask(n): n must be a non-negative integer, got {n!r}")
         with self._lock:
+            self.check_writable()
             return self._driver.ask(n)
 
     def _ask_replayed(self, record: dict) -> Trial:
@@ -221,7 +223,8 @@ class Study(StudyBase):
             if state is not None and state not in STATES_TOLD:
                 raise ValueError(f"tell(state=...) must be one of {STATES_TOLD} or None, got {state!r}")
             v = read_values(value, t.number, self.num_objectives)
-            c = _cost(cost, t.number)
+            c = as_cost(cost, t.number)
+            self.check_writable()
             if state == "failed":
                 v = None
             elif state == "pruned" and v is None and t.intermediate_values:
@@ -328,13 +331,28 @@ def _seed_and_key(seed) -> tuple[int | None, jax.Array]:
     raise TypeError(f"seed must be an integer or a JAX PRNG key (jax.random.PRNGKey(n)), got {seed!r:.60}")
 
 
-def _cost(cost, number: int) -> float | None:
-    if cost is None:
-        return None
-    if isinstance(cost, (bool, np.bool_)) or not isinstance(cost, (int, float, np.integer, np.floating)):
-        raise TypeError(f"the cost of trial {number} must be a real number (what the evaluation spent) or None, "
-                        f"got {cost!r}")  # fmt: skip
-    return float(cost)
+def _check_arguments(max_queries, fidelities, workers, continues):
+    """One line naming a Study argument of the wrong kind, before anything is built; ``(fidelities, workers)``."""
+    if isinstance(max_queries, bool) or not isinstance(max_queries, (int, np.integer)) or max_queries < 1:
+        raise ValueError(f"max_queries must be a positive integer (the budget), got {max_queries!r}")
+    if fidelities is not None:
+        if isinstance(fidelities, (str, bytes)) or not hasattr(fidelities, "__len__"):
+            raise TypeError(f"fidelities must be a list of budgets (epochs, iterations), e.g. [1, 3, 9, 27], got "
+                            f"{fidelities!r:.60}")  # fmt: skip
+        fidelities = list(fidelities)
+        bad = [f for f in fidelities if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, float, np.integer,
+               np.floating)) or not np.isfinite(f) or f <= 0]  # fmt: skip
+        if bad or not fidelities:
+            raise ValueError(f"fidelities must be positive finite numbers (budgets: epochs, iterations), e.g. "
+                             f"[1, 3, 9, 27], got {fidelities!r:.60}")  # fmt: skip
+        if any(b <= a for a, b in zip(fidelities, fidelities[1:], strict=False)):
+            raise ValueError(f"fidelities must increase (the budgets in order), got {fidelities!r:.60}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1):
+        raise ValueError(f"workers must be a positive integer (trainings at once) or None, got {workers!r}")
+    if continues is not None and not isinstance(continues, (bool, np.bool_)):
+        raise TypeError(f"continues must be True (a promotion resumes its parent's checkpoint), False or None, got "
+                        f"{continues!r}")  # fmt: skip
+    return fidelities, None if workers is None else int(workers)
 
 
 def create_study(space: Space | dict[str, Any], searcher: str = "regularized_evolution", **kwargs) -> Study:
@@ -343,10 +361,10 @@ def create_study(space: Space | dict[str, Any], searcher: str = "regularized_evo
     return Study(space, searcher, **kwargs)
 
 
-def load_study(storage, directory: str | None = None) -> Study:
+def load_study(storage, directory: str | None = None, *, read_only: bool = False) -> Study:
     """The study kept in ``storage`` (a journal path or ``sqlite:///path.db``), replayed and continued where it
-    stopped (``nas.host.study_base``)."""
-    return Study.load(storage, directory=directory)
+    stopped (``nas.host.study_base``); ``read_only=True``: loaded for reading only."""
+    return Study.load(storage, directory=directory, read_only=read_only)
 
 
 def __getattr__(name: str):

@@ -140,8 +140,9 @@ class StudyBase:
                                   f"{'the file is empty' if not records else 'deleted or edited?'}); create one "
                                   "with Study(..., storage=...)")  # fmt: skip
         settings = read_settings(records[0], where)  # JSON data only: nothing in the file runs
-        asked = any(r.get("event") == "ask" for r in records[1:])
-        settings["directory"] = resolve_directory(settings.get("directory"), storage, directory, asked)
+        # trials whose folders a continued study needs (reading needs none: a read-only load never refuses)
+        needs = st.read_only_reason(store) is None and any(r.get("event") == "ask" for r in records[1:])
+        settings["directory"] = resolve_directory(settings.get("directory"), storage, directory, needs)
         kind = records[0].get("kind")
         if kind not in ("single", "multi_fidelity"):
             raise st.StorageError(f"{where}: the study it holds does not rebuild (its kind {kind!r} is not "

@@ -84,11 +84,12 @@ def _pickle_in(data, where: str) -> str | None:
     return None
 
 
-def resolve_directory(stored, storage, given, asked: bool) -> str | None:
+def resolve_directory(stored, storage, given, needed: bool) -> str | None:
     """The trials' checkpoint folder of a loaded study: ``given`` (``Study.load(..., directory=)``); else the one
     next to the storage file when the file keeps none (the default) or keeps a folder of that name that moved
-    with it; else the folder the file keeps. A study with trials whose folder is nowhere is refused with the fix
-    (its promotions would train from scratch, and the old folder would be created again)."""
+    with it; else the folder the file keeps. When ``needed`` (a study to continue, with trials) and the folder is
+    nowhere, it is refused with the fix (its promotions would train from scratch, and the old folder would be
+    created again)."""
     from nas.host.storage import default_directory, storage_path
 
     if given is not None:
@@ -109,7 +110,7 @@ def resolve_directory(stored, storage, given, asked: bool) -> str | None:
     for folder in candidates:
         if os.path.isdir(folder):
             return folder
-    if not asked:
+    if not needed:
         return default if moved else stored
     raise StorageError(f"{storage}: the trials' checkpoint folder {stored} is gone (was the study moved without it?); "
                        f"move it back, or give Study.load({os.fspath(storage)!r}, directory=...) the folder that "

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core import ladders
-from nas.core.dedup import EMPTY, Seen, seen_init, seen_insert
+from nas.core.dedup import EMPTY, Seen, seen_insert
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher, failed_as_neg_inf
 from nas.core.registry import register
 from nas.core.unseen_draw import draw_candidate
@@ -104,8 +104,8 @@ class ASHA(MultiFidelitySearcher):
         return ASHAState(
             tokens=jnp.zeros((c, self.space.num_tokens), jnp.int32), count=jnp.int32(0),
             score=jnp.full((c, k), -jnp.inf, jnp.float32), has=jnp.zeros((c, k), bool),
-            promoted=jnp.zeros((c, k), bool), ranked=jnp.full((k, c), -jnp.inf, jnp.float32), seen=seen_init(c),
-            exhausted=jnp.bool_(False),
+            promoted=jnp.zeros((c, k), bool), ranked=jnp.full((k, c), -jnp.inf, jnp.float32),
+            exhausted=jnp.bool_(False), **self.new_books(ASHAState, c),
         )  # fmt: skip
 
     def promotable(self, state: ASHAState) -> tuple[jax.Array, jax.Array]:

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, seen_init
+from nas.core.dedup import Seen
 from nas.core.options import SearcherOptions, feature_kind, one_of, positive
 from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
 from surrogates.acquisition import ACQUISITIONS, acquisition_scores
@@ -170,7 +170,7 @@ class BOSearcher(Searcher):
             tokens=jnp.zeros((c, n), jnp.int32),
             scores=jnp.full((c,), -jnp.inf, jnp.float32),
             count=jnp.int32(0),
-            seen=seen_init(c),
+            **self.new_books(BOState, c),
         )
 
     def _random(self, key, seen):

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains, seen_init
+from nas.core.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
@@ -91,7 +91,7 @@ class LocalSearch(Searcher):
     def init(self, key):
         n, b, k = self.space.num_tokens, self.batch_size, self.num_neighbors
         return LocalSearchState(
-            seen=seen_init((self.num_steps + 1) * b),  # + b: room for a batch's tentative ids
+            **self.new_books(LocalSearchState, (self.num_steps + 1) * b),  # + b: room for a batch's tentative ids
             phase=jnp.int32(INIT),
             init_count=jnp.int32(0),
             center=jnp.zeros((n,), jnp.int32),

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nas.core.dedup import Seen, seen_contains, seen_init
+from nas.core.dedup import Seen, seen_contains
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
 from nas.core.seen_set import first_in_order
@@ -141,7 +141,7 @@ class NASBOT(BOSearcher):
             tokens=jnp.zeros((c, n), jnp.int32),
             scores=jnp.full((c,), -jnp.inf, jnp.float32),
             count=jnp.int32(0),
-            seen=seen_init(c),
+            **self.new_books(NasbotState, c),
             dist=jnp.zeros((c, c), jnp.float32),
             dist_bar=jnp.zeros((c, c), jnp.float32),
         )

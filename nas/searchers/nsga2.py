@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
+from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add
 from nas.core.multi_objective import MultiObjectiveOptions, check_scores, losses
 from nas.core.options import positive
 from nas.core.pareto import crowded_better, nsga2_order, nsga2_priority
@@ -109,11 +109,11 @@ class NSGA2(Searcher):
         del key
         n, s, m = self.options.population_size, self.space.num_tokens, self.options.num_objectives
         return NSGA2State(
-            seen=seen_init((self.num_steps + 1) * self.batch_size),
+            **self.new_books(NSGA2State, (self.num_steps + 1) * self.batch_size),  # seen, num_told
             pop_tokens=jnp.zeros((n, s), jnp.int32), pop_scores=jnp.full((n, m), -jnp.inf, jnp.float32),
             pop_rank=jnp.full((n,), n, jnp.int32), pop_crowd=jnp.zeros((n,), jnp.float32), pop_count=jnp.int32(0),
             kid_tokens=jnp.zeros((n, s), jnp.int32), kid_scores=jnp.full((n, m), -jnp.inf, jnp.float32),
-            kid_count=jnp.int32(0), num_told=jnp.int32(0), generation=jnp.int32(0),
+            kid_count=jnp.int32(0), generation=jnp.int32(0),
         )  # fmt: skip
 
     def tournament(self, key, state):

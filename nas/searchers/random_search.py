@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, fill_unique, seen_init
+from nas.core.dedup import Seen, fill_unique
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
 from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact
@@ -60,10 +60,11 @@ class RandomSearch(Searcher):
 
     def init(self, key):
         total = self.num_steps * self.batch_size
-        if self.grid_rows:
+        books = self.new_books(RandomSearchState, total)  # seen, num_told
+        if self.grid_rows:  # the drawn order holds the run's ids: no seen set
             order = draw_distinct_ids(key, configuration_ranks(self.space)[0], total)
-            return RandomSearchState(seen=None, order=order, num_told=jnp.int32(0))
-        return RandomSearchState(seen=seen_init(total), order=None, num_told=jnp.int32(0))
+            return RandomSearchState(order=order, **{**books, "seen": None})
+        return RandomSearchState(order=None, **books)
 
     def ask(self, key, state):
         b = self.batch_size

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add, seen_init
+from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
@@ -100,12 +100,12 @@ class RegularizedEvolution(Searcher):
         del key
         p, n = self.options.population_size, self.space.num_tokens
         return EvolutionState(
-            seen=seen_init((self.num_steps + 1) * self.batch_size),  # + B: room for a batch's tentative ids
+            # seen (+ B: room for a batch's tentative ids) and num_told
+            **self.new_books(EvolutionState, (self.num_steps + 1) * self.batch_size),
             pop_tokens=jnp.zeros((p, n), jnp.int32),
             pop_scores=jnp.full((p,), -jnp.inf, jnp.float32),
             pop_count=jnp.int32(0),
             pop_next=jnp.int32(0),
-            num_told=jnp.int32(0),
         )
 
     def _tournament(self, key, state):

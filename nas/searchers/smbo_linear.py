@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains, seen_init
+from nas.core.dedup import Seen, fill_unique, first_occurrence, rank_among, seen_add, seen_contains
 from nas.core.options import SearcherOptions, feature_kind, positive
 from nas.core.registry import register
 from surrogates.ridge import fit_ridge, predict_ridge
@@ -84,7 +84,7 @@ class SMBOLinear(Searcher):
             tokens=jnp.zeros((c, n), jnp.int32),
             scores=jnp.full((c,), -jnp.inf, jnp.float32),
             count=jnp.int32(0),
-            seen=seen_init(c),
+            **self.new_books(SMBOState, c),
         )
 
     def features(self, tokens):

@@ -38,7 +38,7 @@ import numpy as np
 from flax import struct
 
 from nas.core import ladders
-from nas.core.dedup import Seen, seen_init
+from nas.core.dedup import Seen
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.core.options import one_of
 from nas.core.registry import register
@@ -143,8 +143,8 @@ class BracketSearcher(MultiFidelitySearcher):
             bracket=jnp.int32(0), rung=jnp.int32(0), size=jnp.int32(self.rung_size[0, 0]), started=jnp.int32(0),
             tokens=jnp.zeros((c, n), jnp.int32), member=jnp.zeros((c,), bool), asked=jnp.zeros((c,), bool),
             told=jnp.zeros((c,), bool), score=jnp.full((c,), -jnp.inf, jnp.float32),
-            rank=jnp.arange(c, dtype=jnp.int32), seen=seen_init(self.max_evaluations), exhausted=jnp.bool_(False),
-            model=self.init_model(k_model),
+            rank=jnp.arange(c, dtype=jnp.int32), exhausted=jnp.bool_(False),
+            model=self.init_model(k_model), **self.new_books(BracketState, self.max_evaluations),
         )  # fmt: skip
 
     def _fidelity(self, state, rung):

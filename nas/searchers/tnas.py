@@ -45,7 +45,7 @@ import numpy as np
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import Seen, seen_contains, seen_init
+from nas.core.dedup import Seen, seen_contains
 from nas.core.options import SearcherOptions, one_of, positive
 from nas.core.registry import register
 from nas.searchers.acquisition_candidates import ACQ_OPTS, acquisition_candidates, fill_missing, random_unseen
@@ -200,7 +200,7 @@ class TNAS(Searcher):
             scores=jnp.full((c,), -jnp.inf, jnp.float32),
             z_arch=jnp.zeros((c, dk.psi_dim(self.cfg, self.space)), jnp.float32),
             count=jnp.int32(0),
-            seen=seen_init(c),
+            **self.new_books(TNASState, c),
         )
 
     def _initial(self, key, state):

@@ -63,3 +63,26 @@ def test_threads_tell_and_report_by_number_while_the_study_runs():
     key = lambda p: (p["lr"], p["depth"])  # noqa: E731
     assert sorted(map(key, seen)) == sorted(key(t.params) for t in plain.trials)  # no pruner: it gets params
     assert plain.best_value == max(p["lr"] * p["depth"] for p in seen)
+
+
+def sleep_if_deep(p):
+    import time
+
+    if p["depth"] == 3:
+        time.sleep(60)
+    return p["lr"]
+
+
+@pytest.mark.slow
+def test_ray_workers_kill_a_trial_past_its_time_limit():
+    ray = pytest.importorskip("ray", reason='the Ray backend needs Ray: pip install "ray[default]"')
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        study = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_queries=4, batch_size=2)
+        with pytest.warns(UserWarning, match=r"trial_timeout=3 s and its Ray worker process was killed"):
+            study.optimize(sleep_if_deep, n_workers=2, backend="ray", trial_timeout=3)
+        deep = [t for t in study.trials if t.params["depth"] == 3]
+        assert deep and all(t.state == "failed" for t in deep) and not study.pending()
+        assert all(t.state == "complete" for t in study.trials if t.params["depth"] != 3)
+    finally:
+        ray.shutdown()

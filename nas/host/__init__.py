@@ -13,8 +13,9 @@
 - ``study_base``: what the Study keeps around its searcher: trials by number under a lock, reports, storage
   and replay, ``trials_dataframe``; ``storage``: the journal file and SQLite; ``study_record``: the
   settings as JSON data.
-- ``optimize``: the one loop of ``Study.optimize``; ``workers``: where it runs the objective (one interface:
-  inline, threads or an executor, processes, Ray).
+- ``optimize``: the one loop of ``Study.optimize`` (its time limits, SIGTERM, its arguments' checks);
+  ``workers``: where it runs the objective (one interface: inline, threads or an executor, processes, Ray);
+  ``progress``: what it shows meanwhile (a redrawn line on a terminal, a record per trial in a log).
 - ``task_search``: whole searches on a batch evaluator (the language experiments), thin uses of a Study.
 
 The user guide: docs/tuner.md.

@@ -6,7 +6,7 @@ task goes through a small async actor (``ReportChannel``) that the driver polls;
 for the pruner's decision. A task whose worker dies (``WorkerCrashedError``, a killed node) is a
 ``crash`` of its trial only: run again or recorded as failed (``nas.host.workers``). Ray's own task
 retries are off (``max_retries=0``) so that the study decides. ``RayWorkers(W, trial_timeout=seconds)``: a task
-running longer than that (counted from its submission) is cancelled with ``force=True``, which kills its Ray
+running longer than that (counted from when its objective started) is cancelled with ``force=True``, which kills its Ray
 worker process (Ray starts another), and comes back as a ``timeout`` event, recorded as a failed trial.
 
 Ray is imported only here, when the backend starts: ``pip install "ray[default]"``. Without a running
@@ -35,6 +35,7 @@ class ReportChannel:
 
     def __init__(self):
         self.reports: list[tuple] = []
+        self.started: list[int] = []  # trials whose objective started since the last take
         self.waiting: dict[int, asyncio.Event] = {}
         self.answers: dict[int, bool] = {}
 
@@ -45,9 +46,12 @@ class ReportChannel:
         await done.wait()
         return self.answers.pop(number)
 
-    async def take(self) -> list[tuple]:
-        out, self.reports = self.reports, []
-        return out
+    async def start(self, number: int) -> None:
+        self.started.append(number)
+
+    async def take(self) -> tuple[list[tuple], list[int]]:
+        out, started, self.reports, self.started = self.reports, self.started, [], []
+        return out, started
 
     async def answer(self, number: int, prune: bool) -> None:
         self.answers[number] = bool(prune)
@@ -70,6 +74,7 @@ class _Reporter:
 
 def run_trial(fn, payload: dict, pass_trial: bool, channel) -> tuple:
     """The body of one Ray task: ``(kind, value, elapsed)`` of the trial (``events.call_objective``)."""
+    channel.start.remote(payload["number"])  # its time limit counts from here, not from a worker's start-up
     event = call_objective(fn, Trial(**payload, _study=_Reporter(channel)), pass_trial)
     return event.kind, event.value, event.elapsed
 
@@ -89,7 +94,7 @@ class RayWorkers:
         self.task = ray.remote(**self.remote_options)(run_trial)
         self.fn, self.pass_trial = ray.put(fn), pass_trial
         self.refs: dict = {}  # object ref -> trial number
-        self.since: dict = {}  # object ref -> when it was submitted (time.monotonic)
+        self.since: dict = {}  # object ref -> when its objective started (time.monotonic)
         self.events: list[Event] = []
 
     def free(self) -> bool:
@@ -97,12 +102,16 @@ class RayWorkers:
 
     def submit(self, trial) -> None:
         ref = self.task.remote(self.fn, trial.payload(), self.pass_trial, self.channel)
-        self.refs[ref], self.since[ref] = trial.number, time.monotonic()
+        self.refs[ref] = trial.number
 
     def next_event(self) -> Event:
         ray = self.ray
         while not self.events:
-            for number, step, value in ray.get(self.channel.take.remote()):
+            reports, started = ray.get(self.channel.take.remote())
+            if started:
+                now, refs = time.monotonic(), {n: r for r, n in self.refs.items()}
+                self.since.update({refs[n]: now for n in started if n in refs})
+            for number, step, value in reports:
                 reply = lambda prune, n=number: self.channel.answer.remote(n, prune)  # noqa: E731
                 self.events.append(Event("report", number, value, step=step, reply=reply))
             self._stop_late()
@@ -111,7 +120,7 @@ class RayWorkers:
             ready, _ = ray.wait(list(self.refs), num_returns=1, timeout=0.05)
             for ref in ready:
                 number = self.refs.pop(ref)
-                self.since.pop(ref)
+                self.since.pop(ref, None)
                 try:
                     kind, value, elapsed = ray.get(ref)
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,

@@ -114,6 +114,52 @@ def test_a_failed_write_changes_nothing_and_the_study_continues(tmp_path, space,
     loaded.close()
 
 
+def test_optimize_stops_at_a_failed_write_and_goes_on_once_it_is_gone(tmp_path):
+    path = tmp_path / "study.jsonl"
+    options = dict(searcher="asha", seed=0, max_queries=3, fidelities=[1, 3, 9])
+
+    def training(trial):
+        return float(trial.params["a"] + trial.budget)
+
+    reference = Study(SMALL, **options)
+    reference.optimize(training)
+    study = Study(SMALL, storage=str(path), **options)
+    study._storage.append = FullDiskOnce(study._storage.append)
+    for _ in range(60):  # each refusal at once (no spin), and the next optimize goes on from there
+        try:
+            study.optimize(training)
+            break
+        except StorageError as e:
+            assert str(e).startswith(str(path)) and "No space left on device" in str(e)
+    without_cost = lambda s: [row[:4] + row[5:] for row in summary(s)]  # noqa: E731 - the costs are wall times
+    assert without_cost(study) == without_cost(reference) and study._storage.append.failed >= 3
+    study.close()
+    loaded = load_study(str(path))
+    assert without_cost(loaded) == without_cost(reference)
+    loaded.close()
+
+
+def test_a_failed_rewrite_of_the_settings_is_written_before_the_next_record(tmp_path):
+    path = tmp_path / "study.jsonl"
+    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_queries=8)
+    reset, calls = study._storage.reset, []
+
+    def full_once(record):
+        calls.append(record)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        reset(record)
+
+    study._storage.reset = full_once
+    with pytest.raises(StorageError, match="No space left on device"):
+        study.optimize(lambda p: float(p["a"]), n_trials=0, batch_size=4)  # the searcher rebuilt for batches of 4
+    study.optimize(lambda p: float(p["a"]), n_trials=4)
+    study.close()
+    loaded = load_study(str(path))
+    assert loaded.batch_size == 4 and summary(loaded) == summary(study) and len(calls) == 2
+    loaded.close()
+
+
 def test_a_write_error_of_any_storage_object_is_one_line(tmp_path):
     path = tmp_path / "study.jsonl"
     study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_queries=4)

@@ -62,8 +62,9 @@ def _cause(e: OSError) -> str:
 
 def write_failed(path, e: OSError) -> StorageError:
     """The one line for a record that could not be written: the file, the cause, and that nothing changed."""
-    return StorageError(f"{path}: the study's record could not be written ({_cause(e)}); the study is as it was "
-                        "before this call: free space or make the file writable, then call again")  # fmt: skip
+    return StorageError(f"{path}: the study's record could not be written ({_cause(e)}); the study did not move past "
+                        "it: free space or make the file writable, then call again (a trial whose result was not "
+                        "written is still pending: optimize runs it again)")  # fmt: skip
 
 
 def _missing(path: str) -> StorageError:

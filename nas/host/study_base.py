@@ -40,6 +40,7 @@ class StudyBase:
         self.pruner = pruner
         self._stopped: set[int] = set()  # trials the pruner stopped
         self._replaying = False
+        self._header_stale = False
         if directory is not None and not isinstance(directory, (str, os.PathLike)):
             raise TypeError(f"directory must be a folder path or None (next to the storage file), got {directory!r}")
         self._storage_spec = storage
@@ -87,10 +88,12 @@ class StudyBase:
             self._write(record)
             return
         self.check_writable()
+        self._header_stale = True  # the driver changed (optimize's batch_size, n_workers): rewritten before any record
         try:
             self._storage.reset(record)
         except OSError as e:
             raise st.write_failed(self._storage_name(), e) from None
+        self._header_stale = False
 
     def _storage_name(self) -> str:
         return str(getattr(self._storage, "path", None) or self._storage_spec)
@@ -113,6 +116,8 @@ class StudyBase:
     def _journal(self, record: dict) -> None:
         """Writes ``record`` before the study moves (write-ahead): a failed write raises and changes nothing."""
         if self._storage is not None and not self._replaying:
+            if self._header_stale:  # a rewrite of the settings that failed: it goes first
+                self._journal_header(reset=True)
             self._write(record)
 
     @classmethod

@@ -118,3 +118,24 @@ def test_logging_decides_by_default_and_show_progress_false_prints_nothing(monke
 def test_show_progress_is_a_bool_or_none(bad):
     with pytest.raises(TypeError, match="show_progress must be True, False or None"):
         study().optimize(objective, show_progress=bad)
+
+
+def test_a_multi_fidelity_study_shows_budgets_and_its_best_at_the_top_fidelity():
+    from tests.mf_tables import BUDGETS
+    from tests.mf_tables import SPACE as MF_SPACE
+
+    plain = io.StringIO()
+    s = Study(MF_SPACE, "asha", direction="maximize", seed=0, max_queries=2, fidelities=BUDGETS)
+    p = progress.make_progress(s, True, stream=plain)
+    from nas.host.optimize import run_optimize
+    from nas.host.workers import make_workers
+
+    run_optimize(s, lambda t: float(sum(t.tokens)) + t.budget / 10, None, make_workers(), (), 0, progress=p)
+    lines = [x for x in plain.getvalue().splitlines() if x.startswith("trial ")]
+    assert len(lines) == len(s.trials) and all(f" at budget {t.budget:g}: " in x for t, x in zip(s.trials, lines))
+    top = [t.number for t in s.trials if t.fidelity == len(BUDGETS) - 1]
+    first_best = lines[top[0]].split("; best is ")
+    assert all("best is" not in x for x in lines[: top[0]])  # nothing completed at the top fidelity before
+    assert first_best[1].startswith(f"trial {top[0]} ") and lines[-1].endswith(
+        f"best is trial {s.best_trial.number} with {s.best_value:.6g}"
+    )

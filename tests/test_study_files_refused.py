@@ -43,6 +43,8 @@ FOREIGN = {
     "binary": bytes(range(256)) * 4 + b"\x00tail",
     "json_list": b"[1, 2, 3]\n",
     "text": b"hello\n",
+    "one_line": b"a,b",  # no newline at all: not a record cut short, a file a study never wrote
+    "records": b'{"event": "login", "user": "ada"}\n',  # JSON lines of something else
 }
 
 

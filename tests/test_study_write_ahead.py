@@ -276,3 +276,44 @@ def test_a_moved_study_whose_folder_stayed_behind_is_refused_with_the_fix(tmp_pa
     assert load_study(str(tmp_path / "b" / "study.jsonl"), read_only=True).trials[0].state == "complete"
     loaded.close()
     assert np.isfinite(loaded.best_value)
+
+
+FILE_SIZE_LIMIT = """
+import os, resource, signal, sys
+from nas.host.storage import StorageError
+from nas.host.study import Study, load_study
+path = sys.argv[1]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+opts = dict(searcher="regularized_evolution", seed=0, max_queries=10, population_size=4, tournament_size=2)
+fn = lambda p: float(p["a"] * 5 + p["b"])
+study = Study({"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}, storage=path, **opts)
+study.optimize(fn, n_trials=3)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 150, hard))
+try:
+    study.optimize(fn)
+except StorageError as e:
+    print("REFUSED", e)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # space freed
+study.optimize(fn)
+reference = Study({"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}, **opts)
+reference.optimize(fn)
+study.close()
+loaded = load_study(path)
+same = lambda s: [(t.number, t.tokens.tolist(), t.state, t.value) for t in s.trials]
+print("SAME", same(study) == same(reference) == same(loaded))
+"""
+
+
+def test_a_real_failed_write_past_a_file_size_limit_keeps_the_journal_whole(tmp_path):
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    path = tmp_path / "study.jsonl"
+    out = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMIT, str(path)], env=env, capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"REFUSED {path}: the study's record could not be written (File too large)" in out.stdout
+    assert "SAME True" in out.stdout

@@ -93,17 +93,17 @@ class JournalStorage:
             raise StorageError(f"{self.path} is a folder; give the study a file (e.g. {self.path}/study.jsonl)")
         try:
             if read_only:
-                self._file, self.read_only = open(self.path, "rb"), "opened with read_only=True"  # noqa: SIM115
+                self._file, self.read_only = open(self.path, "rb", buffering=0), "opened with read_only=True"  # noqa: SIM115
             elif exists:
-                self._file = open(self.path, "r+b")  # noqa: SIM115 - held open (and locked) while the study lives
+                self._file = open(self.path, "r+b", buffering=0)  # noqa: SIM115 - held (and locked) while the study lives
             else:
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-                self._file = open(self.path, "x+b")  # noqa: SIM115
+                self._file = open(self.path, "x+b", buffering=0)  # noqa: SIM115
         except OSError as e:
             if not (exists and e.errno in _NOT_WRITABLE and not create):
                 raise StorageError(f"{self.path}: cannot open the study file ({_cause(e)})") from None
             try:  # on read-only media: read it, write nothing
-                self._file, self.read_only = open(self.path, "rb"), _cause(e)  # noqa: SIM115
+                self._file, self.read_only = open(self.path, "rb", buffering=0), _cause(e)  # noqa: SIM115
             except OSError as e2:
                 raise StorageError(f"{self.path}: cannot open the study file ({_cause(e2)})") from None
         if self.read_only is None:
@@ -120,6 +120,9 @@ class JournalStorage:
         self._file.seek(0, os.SEEK_END)
         lines = data.split(b"\n")
         if data and not data.endswith(b"\n"):
+            if len(lines) == 1:  # no whole line: nothing a study wrote (its first record ends with a newline)
+                raise StorageError(f"{self.path}: not a study journal (no line of it is a whole record); give the "
+                                   "study another storage")  # fmt: skip
             lines = lines[:-1]  # a record cut short by a kill: never finished, ignored
         out = []
         for i, line in enumerate(lines):
@@ -153,24 +156,31 @@ class JournalStorage:
 
     def append(self, record: dict) -> None:
         self._check_writable()
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
         self._cut_unfinished_tail()
         end = self._file.seek(0, os.SEEK_END)
-        try:
-            self._file.write(line)
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        except OSError as e:
-            self._undo_to(end)
-            raise write_failed(self.path, e) from None
+        self._write_at(end, (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"), b"")
 
-    def _undo_to(self, end: int) -> None:
-        """After a failed write: the file back to its ``end`` bytes (nothing of the record stays)."""
+    def _write_at(self, end: int, data: bytes, old: bytes) -> None:
+        """Writes ``data`` at byte ``end`` and fsyncs it (unbuffered: a failed write keeps no bytes in a buffer to
+        land later); on failure the file is cut back to ``end`` bytes, ``old`` written back (reset's)."""
+        fd = self._file.fileno()
         try:
-            self._file.truncate(end)  # the buffer is dropped with the bytes it held
-            self._file.seek(end)
-        except OSError:  # pragma: no cover - the unfinished line is ignored on reading, cut before the next write
-            self._tail_checked = False
+            os.lseek(fd, end, os.SEEK_SET)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]  # a write past a limit may write part of it
+            os.fsync(fd)
+        except OSError as e:
+            try:
+                os.ftruncate(fd, end)
+                os.lseek(fd, 0, os.SEEK_SET)
+                view = memoryview(old)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.lseek(fd, 0, os.SEEK_END)
+            except OSError:  # pragma: no cover - the unfinished line is ignored on reading, cut before the next write
+                self._tail_checked = False
+            raise write_failed(self.path, e) from None
 
     def reset(self, record: dict) -> None:
         """The journal holds only ``record`` (the study's settings, rewritten before its first trial)."""
@@ -178,21 +188,8 @@ class JournalStorage:
         self._cut_unfinished_tail()
         self._file.seek(0)
         old = self._file.read()
-        try:
-            self._file.truncate(0)
-            self._file.seek(0)
-            self._file.write((json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"))
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        except OSError as e:
-            try:
-                self._file.truncate(0)
-                self._file.seek(0)
-                self._file.write(old)
-                self._file.flush()
-            except OSError:  # pragma: no cover
-                pass
-            raise write_failed(self.path, e) from None
+        os.ftruncate(self._file.fileno(), 0)
+        self._write_at(0, (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"), old)
 
     def close(self) -> None:
         self._file.close()

@@ -51,8 +51,12 @@ class StudyBase:
         header = self._header_record()  # a setting with no JSON form is refused before any file is touched
         store = st.open_storage(storage)
         try:
-            if store.records():
+            records = store.records()
+            if records:
                 path = getattr(store, "path", storage)
+                if records[0].get("event") != "study":
+                    raise st.StorageError(f"{path} holds records that are not a study's; give this study a new "
+                                          "storage")  # fmt: skip
                 raise st.StorageError(f"{path} already holds a study: continue it with Study.load({path!r}), "
                                       "or give this study a new storage")  # fmt: skip
             reason = st.read_only_reason(store)

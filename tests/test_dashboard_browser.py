@@ -1,26 +1,21 @@
 """optuna-dashboard over a Study mirrored live into SQLite (nas.adapters.optuna_mirror): its JSON API, and
 the page in headless Chromium (Debian's ``chromium`` and ``chromium-driver``; ``.ci/run`` installs them).
 
-The dashboard runs as a subprocess on 127.0.0.1 at a free port, is waited for a bounded time and is always
-killed. Where Chromium, its driver or selenium is missing, the browser test skips and says which.
+The dashboard (``nas.adapters.optuna_dashboard.Dashboard``: ``optuna-dashboard URL --host 127.0.0.1 --port
+PORT``) runs as a subprocess at a free port, is waited for a bounded time and is always killed. Where
+Chromium, its driver or selenium is missing, the browser test skips and says which.
 """
 
-import contextlib
-import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("optuna_dashboard", reason="optuna-dashboard is not installed: pip install optuna-dashboard")
 
+from nas.adapters.optuna_dashboard import Dashboard, chromium, screenshot  # noqa: E402
 from nas.adapters.optuna_mirror import OptunaMirror  # noqa: E402
 from nas.host.study import Study  # noqa: E402
 from nas.host.trials import TrialPruned  # noqa: E402
@@ -41,46 +36,6 @@ def objective(trial):
     return None if p["width"] == 8 else value
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url: str):
-    with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - 127.0.0.1 only
-        return json.loads(r.read())
-
-
-@contextlib.contextmanager
-def dashboard(storage: str, log_path: str):
-    """``optuna-dashboard storage`` on 127.0.0.1 at a free port, up (its API answers) within ``WAIT_S``."""
-    exe = shutil.which("optuna-dashboard") or os.path.join(os.path.dirname(sys.executable), "optuna-dashboard")
-    port = free_port()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([exe, storage, "--host", "127.0.0.1", "--port", str(port)], stdout=log,
-                                stderr=subprocess.STDOUT)  # fmt: skip
-        try:
-            base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + WAIT_S
-            while True:
-                try:
-                    get(base + "/api/meta")
-                    break
-                except (urllib.error.URLError, ConnectionError, OSError):
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(f"optuna-dashboard did not answer within {WAIT_S} s (exit "
-                                             f"{proc.poll()}): {open(log_path).read()[-2000:]}") from None  # fmt: skip
-                    time.sleep(0.5)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     """A mirrored study, part run, with optuna-dashboard reading its SQLite storage."""
@@ -89,19 +44,23 @@ def live(tmp_path_factory):
     study = Study(SPACE, "random_search", direction="minimize", seed=3, max_queries=20, pruner="asha",
                   fidelities=[1, 3, 9], storage=OptunaMirror(str(folder / "study.jsonl"), url))  # fmt: skip
     study.optimize(objective, n_trials=6)
-    with dashboard(url, str(folder / "dashboard.log")) as base:
-        yield study, base
-    study.close()
+    board = Dashboard(url, wait_s=WAIT_S, log=str(folder / "dashboard.log"))  # optuna-dashboard URL --host --port
+    try:
+        yield study, board
+    finally:
+        board.close()
+        study.close()
+    assert board._proc.poll() is not None  # the subprocess is gone
 
 
-def study_detail(base: str, trials: int | None = None, running: int = 0) -> dict:
+def study_detail(board, trials: int | None = None, running: int = 0) -> dict:
     """The study as the dashboard's API shows it, once it shows ``trials`` trials (``running`` of them running):
     the dashboard keeps its list of trials for 2 s, so it is asked again, for at most 30 s."""
-    (summary,) = get(base + "/api/studies")["study_summaries"]
+    (summary,) = board.api("/api/studies")["study_summaries"]
     assert summary["study_name"] == "study" and summary["directions"] == ["minimize"]
     deadline = time.monotonic() + 30
     while True:
-        detail = get(f"{base}/api/studies/{summary['study_id']}")
+        detail = board.api(f"/api/studies/{summary['study_id']}")
         shown = detail["trials"]
         if trials is None or (len(shown) == trials and sum(t["state"] == "Running" for t in shown) == running):
             return detail
@@ -117,14 +76,15 @@ def counts(states) -> dict:
 
 
 def test_the_dashboards_api_shows_the_study_while_it_runs(live):
-    study, base = live
-    detail = study_detail(base, 6)
+    study, board = live
+    assert board.url.startswith("http://127.0.0.1:")
+    detail = study_detail(board, 6)
     assert counts(t["state"] for t in detail["trials"]) == counts(STATE_NAMES[t.state] for t in study.trials)
     running = study.ask()  # a trial in training: the dashboard shows it running
-    assert study_detail(base, 7, running=1)["trials"][-1]["number"] == running.number
+    assert study_detail(board, 7, running=1)["trials"][-1]["number"] == running.number
     study.optimize(objective, n_trials=3)  # the pending one first, then new ones: seen by the dashboard as they end
     assert running.state != "pending" and len(study.trials) == 9
-    detail = study_detail(base, 9)
+    detail = study_detail(board, 9)
     assert counts(t["state"] for t in detail["trials"]) == counts(STATE_NAMES[t.state] for t in study.trials)
     assert {"Complete", "Pruned", "Fail"} <= {t["state"] for t in detail["trials"]}
     for t, shown in zip(study.trials, sorted(detail["trials"], key=lambda d: d["number"])):
@@ -146,7 +106,7 @@ def chromium_driver():
         from selenium.webdriver.chrome.service import Service
     except ImportError:
         return None, "selenium is not installed: pip install selenium"
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    browser = chromium()
     driver = shutil.which("chromedriver")
     if browser is None or driver is None:
         return None, "Chromium or its driver is absent: apt-get install -y chromium chromium-driver"
@@ -159,16 +119,16 @@ def chromium_driver():
 
 
 def test_the_dashboard_page_lists_the_trials_in_headless_chromium(live, tmp_path):
-    study, base = live
+    study, board = live
     browser, reason = chromium_driver()
     if browser is None:
         pytest.skip(reason)
     try:
         from selenium.webdriver.support.ui import WebDriverWait
 
-        study_id = get(base + "/api/studies")["study_summaries"][0]["study_id"]
+        study_id = board.api("/api/studies")["study_summaries"][0]["study_id"]
         browser.set_page_load_timeout(60)
-        browser.get(f"{base}/dashboard/studies/{study_id}/trials")
+        browser.get(f"{board.url}/dashboard/studies/{study_id}/trials")
         want = [f"Trial {t.number}" for t in study.trials]
 
         def shown(driver):
@@ -184,3 +144,5 @@ def test_the_dashboard_page_lists_the_trials_in_headless_chromium(live, tmp_path
         assert os.path.getsize(tmp_path / "dashboard.png") > 10_000
     finally:
         browser.quit()
+    screenshot(f"{board.url}/dashboard/studies/{study_id}", str(tmp_path / "history.png"))  # Chromium's own
+    assert os.path.getsize(tmp_path / "history.png") > 10_000

@@ -197,3 +197,14 @@ def test_without_optuna_the_mirror_says_how_to_install_it():
             "try:\n    import nas.adapters.optuna_mirror\nexcept ImportError as e:\n    print(e)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert "needs Optuna: pip install optuna" in out.stdout
+
+
+def test_without_optuna_dashboard_the_dashboard_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from nas.adapters import optuna_dashboard
+    from spaces.files import MissingPackageError
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingPackageError, match="pip install optuna-dashboard"):
+        optuna_dashboard.Dashboard("sqlite:///never.db")

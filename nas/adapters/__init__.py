@@ -7,7 +7,8 @@
   with the pruner that ends each trial at its budget (one Optuna trial per evaluation).
 - ``nas.adapters.optuna_mirror.OptunaMirror``: a Study mirrored live into an Optuna storage (for
   ``optuna-dashboard``); ``study.to_optuna()`` copies a Study into an ``optuna.Study`` for Optuna's plots
-  (``nas.adapters.optuna_distributions``: its space as Optuna's distributions).
+  (``nas.adapters.optuna_distributions``: its space as Optuna's distributions); ``nas.adapters.optuna_dashboard``
+  starts ``optuna-dashboard`` on 127.0.0.1 from Python.
 - ``nas.adapters.ray_multi_fidelity.MultiFidelitySearch``: a multi-fidelity searcher as a Ray Tune ``Searcher``
   with the ``TrialScheduler`` that pauses trials at their budgets and resumes promotions from checkpoints.
 

@@ -139,3 +139,17 @@ def test_a_multi_fidelity_study_shows_budgets_and_its_best_at_the_top_fidelity()
     assert first_best[1].startswith(f"trial {top[0]} ") and lines[-1].endswith(
         f"best is trial {s.best_trial.number} with {s.best_value:.6g}"
     )
+
+
+def test_the_line_counts_a_trial_running_inline_while_it_runs(monkeypatch):
+    import time
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(progress, "TICK_S", 0.05)
+    s = study(seed=8)
+    s.optimize(lambda p: p["lr"], n_trials=2)  # compiled: the next trials only run
+    term.seek(0)
+    term.truncate()
+    s.optimize(lambda p: time.sleep(0.3) or p["lr"], n_trials=1)
+    assert "trials: 2 done, 1 running, 0 pruned, 0 failed | best " in term.getvalue()

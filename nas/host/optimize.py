@@ -73,9 +73,9 @@ def run_optimize(study, fn, n_trials: int | None, workers, catch: tuple, retries
                         asking = False
                         break
                     running[trial.number] = trial
+                    progress.started(len(running))  # before submit: inline workers run the trial inside it
                     workers.submit(trial)
                     started += 1
-                    progress.started(len(running))
                 if not running:
                     break
                 event = workers.next_event()

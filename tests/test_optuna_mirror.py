@@ -99,6 +99,39 @@ def test_a_mirrored_study_is_in_optuna_storage_as_it_runs_and_resumes_without_du
     resumed.close()
 
 
+KILLED = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from tests.test_optuna_mirror import OptunaMirror, objective, pruned_study
+
+def killed_in_trial_3(trial):
+    if trial.number == 3:
+        trial.report(1, 0.5)
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-training, as kill -9
+    return objective(trial)
+
+pruned_study(OptunaMirror({journal!r}, {url!r})).optimize(killed_in_trial_3, n_trials=6)
+"""
+
+
+def test_a_study_killed_mid_trial_resumes_into_the_same_optuna_study(tmp_path):
+    import os
+    import signal
+
+    url, journal = f"sqlite:///{tmp_path / 'optuna.db'}", str(tmp_path / "study.jsonl")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", KILLED.format(root=root, journal=journal, url=url)], timeout=600,
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == -signal.SIGKILL, run.stderr[-2000:]
+    left = optuna.load_study(study_name="study", storage=url).trials
+    assert [t.state for t in left][-1] == TrialState.RUNNING and len(left) == 4
+    resumed = Study.load(OptunaMirror(journal, url))
+    resumed.optimize(objective, n_trials=3)  # trial 3 again, then two new ones
+    assert_mirrored(resumed, optuna.load_study(study_name="study", storage=url).trials)
+    assert all(t.state != TrialState.RUNNING for t in optuna.load_study(study_name="study", storage=url).trials)
+    resumed.close()
+
+
 class FlakyStorage(optuna.storages.InMemoryStorage):
     """An Optuna storage whose first write of an intermediate value fails (a locked database)."""
 

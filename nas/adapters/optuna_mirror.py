@@ -150,7 +150,11 @@ class OptunaMirror:
 
     def append(self, record: dict) -> None:
         if record.get("event") == "study":  # a new study: its Optuna study is checked before anything is written
-            self._open(record, new=True)
+            with self._lock:
+                self._open(record, new=True)
+                self._inner.append(record)  # the first record of an empty storage: nothing else to catch up
+                self._stale = False
+            return
         self._inner.append(record)
         self._mirror(record)
 

@@ -216,3 +216,16 @@ def test_a_multi_fidelity_searcher_is_told_a_nan_as_a_failed_evaluation():
     assert float(s.tell(None, job, jnp.float32(jnp.nan), None)[0]) == -np.inf
     np.testing.assert_array_equal(s.tell(None, job, jnp.array([0.5, jnp.nan]), None)[0], [0.5, -np.inf])
     assert float(s.tell_if(None, job, jnp.float32(0.25), jnp.float32(0.0), jnp.bool_(True))[0]) == 0.25
+
+
+@pytest.mark.parametrize("name", ["nsga2", "mo_regularized_evolution", "parego_local_search"])
+def test_the_base_checks_a_multi_objective_searchers_scores(name):
+    """``Searcher.tell`` refuses scores that are not f32[B, M] for a multi-objective searcher, in one line naming
+    the shape, before the searcher's ``_tell`` runs."""
+    import jax.numpy as jnp
+
+    s = make_searcher(name, make_benchmark("nb201/cifar10").space, num_objectives=2, batch_size=2)
+    state = s.init(jax.random.PRNGKey(0))
+    tokens, state = s.ask(jax.random.PRNGKey(1), state)
+    with pytest.raises(ValueError, match=r"is told scores f32\[2, 2\].*got shape \(2,\)"):
+        s.tell(jax.random.PRNGKey(2), tokens, jnp.zeros(2), state)

@@ -20,9 +20,9 @@ to propose only strings not queried yet (``nas.core.dedup.fill_unique``). The bo
 ``**self.new_books(State, capacity)`` to it, so a searcher writes its algorithm only.
 
 A multi-objective searcher (``num_objectives`` M > 1, an option) is told ``scores`` f32[B, M]
-instead, every column to maximize: ``[valid, -latency, ...]`` (``spaces.benchmarks.metrics``;
-``-inf`` throughout for a failed evaluation). The runner builds that vector from the metrics a run
-names; a host study builds it from a user's values.
+instead (``tell`` checks the shape before ``_tell``), every column to maximize: ``[valid, -latency,
+...]`` (``spaces.benchmarks.metrics``; ``-inf`` throughout for a failed evaluation). The runner builds
+that vector from the metrics a run names; a host study builds it from a user's values.
 
 **Options are the searcher's identity** (``nas.core.options``): two searchers with the same
 class, space and options are equal; compiled programs are cached on them and checkpoints are
@@ -61,6 +61,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from nas.core.multi_objective import check_scores
 from nas.core.options import SearcherOptions, check_option_names
 from nas.core.seen_set import seen_add, seen_init
 from spaces.base import Space
@@ -125,7 +126,10 @@ class Searcher:
     def tell(self, key: jax.Array, tokens: jax.Array, scores: jax.Array, state: Any) -> tuple[Any, dict]:
         """The searcher's own update (``_tell``), then the bookkeeping every searcher shares (``record_told``).
 
-        A searcher implements ``_tell``; one that overrides ``tell`` itself keeps its own books."""
+        A multi-objective searcher's ``scores`` are checked to be f32[B, M] first (``check_scores``). A searcher
+        implements ``_tell``; one that overrides ``tell`` itself keeps its own books."""
+        if self.num_objectives > 1:
+            scores = check_scores(scores, self.num_objectives, tokens.shape[0])
         state, metrics = self._tell(key, tokens, scores, state)
         return self.record_told(tokens, state), metrics
 

@@ -1,6 +1,7 @@
 """What every multi-objective searcher shares: the ``num_objectives`` option and the told vector.
 
-A multi-objective searcher is told ``scores`` f32[B, M], every column to maximize (``nas.core.contract``;
+A multi-objective searcher is told ``scores`` f32[B, M], every column to maximize (``nas.core.contract``'s
+``tell`` checks the shape, ``check_scores``, before the searcher's ``_tell``;
 the runner builds ``[valid, -latency, ...]`` with ``spaces.benchmarks.metrics.objective_vector``, a host
 study from a user's values and directions). ``-inf`` in a row marks a failed evaluation. The Pareto
 machinery (``nas.core.pareto``) minimizes, so searchers hand it ``losses(scores) = -scores``.

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nas.core.multi_objective import MultiObjectiveOptions, check_scores, losses
+from nas.core.multi_objective import MultiObjectiveOptions, losses
 from nas.core.pareto import nsga2_priority
 from nas.core.registry import register
 from nas.searchers.regularized_evolution import EvolutionState, RegularizedEvolution, RegularizedEvolutionOptions
@@ -61,7 +61,6 @@ class MORegularizedEvolution(RegularizedEvolution):
         return state.pop_tokens[idx[best]]
 
     def _tell(self, key, tokens, scores, state):
-        scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
         state, _ = super()._tell(key, tokens, scores, state)
         present = jnp.arange(self.options.population_size) < state.pop_count
         rank, crowd = nsga2_priority(losses(state.pop_scores), present)

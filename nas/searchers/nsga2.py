@@ -35,7 +35,7 @@ from flax import struct
 
 from nas.core.contract import Searcher
 from nas.core.dedup import EMPTY, Seen, fill_unique, seen_add
-from nas.core.multi_objective import MultiObjectiveOptions, check_scores, losses
+from nas.core.multi_objective import MultiObjectiveOptions, losses
 from nas.core.options import positive
 from nas.core.pareto import crowded_better, nsga2_order, nsga2_priority
 from nas.core.registry import register
@@ -146,8 +146,7 @@ class NSGA2(Searcher):
 
     def _tell(self, key, tokens, scores, state):
         del key
-        n, b = self.options.population_size, tokens.shape[0]
-        scores = check_scores(scores, self.options.num_objectives, b)
+        n, b = self.options.population_size, tokens.shape[0]  # scores f32[B, M], checked by the base
         at = state.kid_count
         state = state.replace(
             kid_tokens=jax.lax.dynamic_update_slice(state.kid_tokens, tokens.astype(jnp.int32), (at, 0)),

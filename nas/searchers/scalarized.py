@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nas.core.multi_objective import MultiObjectiveOptions, check_scores
+from nas.core.multi_objective import MultiObjectiveOptions
 from nas.core.registry import register
 from nas.searchers.bananas import Bananas, BananasOptions
 from nas.searchers.bo import BOState
@@ -111,8 +111,7 @@ class ParEGOBananas(Bananas):
         tokens, _ = super().ask(key, self.scalarized(jax.random.fold_in(key, WEIGHT_FOLD), state))
         return tokens, state
 
-    def _tell(self, key, tokens, scores, state):
-        scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
+    def _tell(self, key, tokens, scores, state):  # scores f32[B, M], checked by the base
         values = jax.lax.dynamic_update_slice(state.values, scores, (state.bo.count, 0))
         bo, metrics = super()._tell(key, tokens, scores[:, 0], state.bo)
         return ScalarizedBOState(bo=bo, values=values), metrics
@@ -167,8 +166,7 @@ class ParEGOLocalSearch(LocalSearch):
         sweep_values = jnp.where(jnp.isneginf(ls.sweep_score), -jnp.inf, state.sweep_values)
         return tokens, state.replace(ls=ls, weights=weights, center_values=center_values, sweep_values=sweep_values)
 
-    def _tell(self, key, tokens, scores, state):
-        scores = check_scores(scores, self.options.num_objectives, tokens.shape[0])
+    def _tell(self, key, tokens, scores, state):  # scores f32[B, M], checked by the base
         lo, hi = observed_bounds(scores, jnp.ones((tokens.shape[0],), bool))
         lo, hi = jnp.minimum(lo, state.lo), jnp.maximum(hi, state.hi)  # every observation so far
 

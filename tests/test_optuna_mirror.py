@@ -216,9 +216,14 @@ def test_to_optuna_gives_a_study_that_optunas_plots_take(tmp_path):
         assert set(optuna.importance.get_param_importances(copy)) == set(SPACE)
         assert plots.plot_param_importances(copy) is not None
 
+        memory = optuna.storages.InMemoryStorage()
         two = Study({"depth": [1, 2, 3, 4], "width": [8, 16, 32, 64]}, "nsga2", directions=["minimize", "minimize"],
-                    seed=1, max_queries=8, population_size=4)  # fmt: skip
+                    seed=1, max_queries=8, population_size=4,
+                    storage=OptunaMirror(str(tmp_path / "two.jsonl"), memory))  # fmt: skip
         two.optimize(lambda p: [1 / (p["depth"] * p["width"]), p["depth"] * p["width"]])
+        live = optuna.load_study(study_name="two", storage=memory)
+        assert live.directions == [optuna.study.StudyDirection.MINIMIZE] * 2
+        assert_mirrored(two, live.trials)  # the values of both directions, mirrored as told
         pareto = two.to_optuna()
         assert [t.number for t in pareto.best_trials] == [t.number for t in two.best_trials]
         assert plots.plot_pareto_front(pareto) is not None

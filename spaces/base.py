@@ -21,7 +21,9 @@ Methods:
   (local search); the mask marks valid, distinct neighbours.
 - ``string_id(tokens) -> int32[]``: identical for strings that denote the same
   architecture (the canonical index for NAS-Bench-101; inactive tokens ignored),
-  ``-1`` when invalid. Searchers use it to avoid spending queries twice.
+  ``-1`` when invalid. Searchers use it to avoid spending queries twice. A space of
+  ``2**31`` strings or more hashes its canonical string instead of numbering it
+  (``spaces.string_ids``: the collision bound, and why a hash never repeats a query).
 - ``step_mask(tokens, assigned, position) -> bool[D]``: values allowed at
   ``position`` given the tokens already ``assigned`` (bool[N]); lets an
   autoregressive policy sample valid strings only (e.g. the 9-edge limit).
@@ -40,6 +42,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from spaces.string_ids import grid_rows_fit, hash_tokens
 
 
 class Space:
@@ -104,19 +108,23 @@ class Space:
         return ((grid_id // jnp.asarray(self.grid_strides, jnp.int32)) % card).astype(jnp.int32)
 
     def mixed_radix(self, tokens: jax.Array) -> jax.Array:
-        """Row index of a string in the full product grid (int32)."""
-        if self.size >= 2**31:
+        """Row index of a string in the full product grid (int32; grids of fewer than 2**31 strings)."""
+        if not grid_rows_fit(self.size):
             raise ValueError(f"{self.name}: product grid too large for int32 ids")
         return jnp.sum(tokens.astype(jnp.int32) * jnp.asarray(self.grid_strides, jnp.int32))
 
     def string_id(self, tokens: jax.Array) -> jax.Array:
+        """The canonical string's grid row, or its 31-bit hash where the grid has 2**31 rows or more (chosen
+        from the cardinalities when traced; ``spaces.string_ids``); -1 for an invalid string."""
+        if not grid_rows_fit(self.size):
+            return jnp.where(self.is_valid(tokens), hash_tokens(self.canonical(tokens)), -1)
         return jnp.where(self.is_valid(tokens), self.mixed_radix(self.canonical(tokens)), -1)
 
     @property
     def num_configurations(self) -> int | None:
-        """Distinct configurations (distinct ``string_id`` of the valid strings), None where not known: a query
+        """Distinct configurations (distinct valid strings after ``canonical``), None where not known: a query
         budget above it cannot be spent without querying a configuration twice (``nas.engine.budget``)."""
-        return self.size if self.ids_are_grid_rows else None
+        return self.size if self.plain_product else None
 
     @property
     def configuration_ids(self) -> np.ndarray | None:
@@ -126,18 +134,22 @@ class Space:
         return None
 
     @property
-    def ids_are_grid_rows(self) -> bool:
-        """Every string is valid and its ``string_id`` is its grid row (``mixed_radix``), one id per string.
-
-        True for a plain product of categoricals (none of the methods that define ids is overridden);
-        searchers then draw unseen strings as integers (``nas.core.unseen_draw``). A subclass that overrides
-        them keeps False unless it sets this property itself.
-        """
+    def plain_product(self) -> bool:
+        """A plain product of categoricals: none of the methods that define validity or ids is overridden, so
+        every string is valid and is one configuration. A subclass that overrides them keeps False unless it
+        sets this property itself."""
         cls = type(self)
         return all(
             getattr(cls, m) is getattr(Space, m)
             for m in ("is_valid", "active", "canonical", "mixed_radix", "string_id")
         )
+
+    @property
+    def ids_are_grid_rows(self) -> bool:
+        """Every string is valid and its ``string_id`` is its grid row (``mixed_radix``), one id per string:
+        a ``plain_product`` of fewer than 2**31 strings (a larger one hashes, ``spaces.string_ids``).
+        Searchers then draw unseen strings as integers (``nas.core.unseen_draw``)."""
+        return self.plain_product and grid_rows_fit(self.size)
 
     # -- sampling ------------------------------------------------------------
     def sample_unconstrained(self, key: jax.Array) -> jax.Array:
@@ -289,7 +301,7 @@ class CategoricalSpace(Space):
         return table
 
     @property
-    def ids_are_grid_rows(self) -> bool:
+    def plain_product(self) -> bool:
         cls = type(self)
         plain = all(getattr(cls, m) is getattr(Space, m) for m in ("is_valid", "active", "mixed_radix", "string_id"))
         return plain and cls.canonical is CategoricalSpace.canonical and self._canonical_ids is None

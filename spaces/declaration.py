@@ -91,7 +91,7 @@ def declaration(space: Space | Mapping[str, Any]) -> dict:
         raise ValueError(f"space: hyperparameter names must be strings to be kept as data, got {bad[0]!r}")
     if isinstance(space, Mapping):
         return {name: _parameter(decl, f"space: hyperparameter {name!r}") for name, decl in space.items()}
-    if type(space) is CategoricalSpace and space.ids_are_grid_rows:  # canonical= is a function: not data
+    if type(space) is CategoricalSpace and space.plain_product:  # canonical= is a function: not data
         return {"type": "CategoricalSpace", "name": space.name,
                 "values": {k: [plain(v, f"space: hyperparameter {k!r}") for v in vals]
                            for k, vals in space.values.items()}}  # fmt: skip

@@ -273,15 +273,6 @@ class HPOSpace(Space):
     def sample(self, key: jax.Array) -> jax.Array:
         return self.canonical(self.sample_unconstrained(key))
 
-    def string_id(self, tokens: jax.Array) -> jax.Array:
-        """The canonical string's grid row, or a 31-bit hash of it where the grid has 2**31 rows or more
-        (fine grids of several hyperparameters; two configurations collide with probability about 2**-31)."""
-        if self.size < 2**31:
-            return super().string_id(tokens)
-        from spaces.language.flatten import hash_tokens  # the language package's hash (imported only here)
-
-        return jnp.where(self.is_valid(tokens), hash_tokens(self.canonical(tokens)), -1)
-
     def mutate(self, key: jax.Array, tokens: jax.Array) -> jax.Array:
         """One active token changed (order-aware: a Gaussian step on an ordinal one, ``spaces.ordinal``);
         children it activates get uniform values; canonical."""

@@ -11,7 +11,8 @@ import pytest
 from spaces.language import LanguageSpace
 from spaces.language.examples import EXAMPLES
 from spaces.language.explore import FlatteningError
-from spaces.language.flatten import FlatLanguageSpace, hash_tokens
+from spaces.language.flatten import FlatLanguageSpace
+from spaces.string_ids import hash_tokens
 
 
 @functools.cache

@@ -163,6 +163,8 @@ def count_repeats(space: Space, tokens, fidelity=None) -> int:
     tokens = np.asarray(tokens)
     if space.ids_are_grid_rows:  # ids are mixed-radix rows: numpy, no program to compile
         ids = (tokens.astype(np.int64) * space.grid_strides).sum(-1)
+    elif space.plain_product:  # a grid too large for int32 rows hashes its ids: the strings are the keys
+        ids = np.asarray([[row.tobytes() for row in trial] for trial in tokens.astype(np.int32)], object)
     else:
         ids = np.asarray(_string_ids(space)(jnp.asarray(tokens)))
     if fidelity is None:

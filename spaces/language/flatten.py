@@ -18,7 +18,7 @@ values, ``compile(tokens)`` gives the flax model.
 Feature kinds: ``onehot`` and ``hashed`` (SMBO's features, Section 7.2: hashed hyperparameter
 values ``(slot, value)`` and hashed module identities of the modules that exist, ``hash_dim``
 buckets). ``string_id`` is the mixed-radix index of the canonical string when it fits in int32,
-else a 31-bit hash of it (two architectures collide with probability about 2^-31).
+else a 31-bit hash of it (``spaces.string_ids``: two architectures collide with probability about 2^-31).
 """
 
 from __future__ import annotations
@@ -168,11 +168,6 @@ class FlatLanguageSpace(Space):
             ok = ok & self.validity_fn(jnp.clip(tokens, 0, jnp.asarray(self.cardinalities) - 1))
         return ok
 
-    def string_id(self, tokens):
-        if self.size < 2**31:
-            return super().string_id(tokens)
-        return jnp.where(self.is_valid(tokens), hash_tokens(self.canonical(tokens)), -1)
-
     def mutate(self, key, tokens):
         """One active token changed; tokens activated by the change get uniform values."""
 
@@ -254,14 +249,13 @@ class FlatLanguageSpace(Space):
         return tokens
 
 
-def hash_tokens(tokens: jax.Array) -> jax.Array:
-    """A 31-bit hash of a token string (random odd multipliers, then murmur3's finalizer)."""
-    n = tokens.shape[-1]
-    mult = np.random.default_rng(12345).integers(1, 2**31, size=n, dtype=np.uint64) * 2 + 1
-    h = jnp.sum(tokens.astype(jnp.uint32) * jnp.asarray(mult.astype(np.uint32)), dtype=jnp.uint32)
-    h = h ^ (h >> 16)
-    h = h * jnp.uint32(0x85EBCA6B)
-    h = h ^ (h >> 13)
-    h = h * jnp.uint32(0xC2B2AE35)
-    h = h ^ (h >> 16)
-    return (h & jnp.uint32(0x7FFFFFFF)).astype(jnp.int32)
+def __getattr__(name: str):
+    if name == "hash_tokens":  # moved to spaces.string_ids (every space's hash, not the language's only)
+        import warnings
+
+        from spaces.string_ids import hash_tokens
+
+        warnings.warn("spaces.language.flatten.hash_tokens is now spaces.string_ids.hash_tokens", DeprecationWarning,
+                      stacklevel=2)  # fmt: skip
+        return hash_tokens
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

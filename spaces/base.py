@@ -99,7 +99,8 @@ class Space:
 
     @property
     def grid_strides(self) -> np.ndarray:
-        """int64[N]: each token's place value in the product grid's row index (the last token varies fastest)."""
+        """int64[N]: each token's place value in the product grid's row index (the last token varies fastest);
+        exact below 2**63 strings, and ids use it only below 2**31 (``spaces.string_ids``)."""
         return np.cumprod([1] + list(self.cardinalities[::-1]))[:-1][::-1]
 
     def tokens_at_grid_row(self, grid_id: jax.Array) -> jax.Array:

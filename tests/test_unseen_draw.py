@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from nas.core.dedup import EMPTY, PAD, count_repeats, fill_unique, seen_add, seen_contains, seen_init
-from nas.core.unseen_draw import decode, draw_distinct_ids, draw_unseen, exact, first_draws, kth_unseen
+from nas.core.unseen_draw import (
+    decode,
+    draw_distinct_ids,
+    draw_unseen,
+    exact,
+    first_draws,
+    kth_unseen,
+    uniform_unseen,
+)
 from nas.engine.runner import make_search
 from nas.searchers import make_searcher
 from spaces.base import CategoricalSpace
@@ -31,6 +39,20 @@ def test_grid_row_spaces():
     toks = jnp.asarray([[3, 2, 1], [0, 0, 0], [1, 2, 0]], jnp.int32)
     ids = jax.vmap(SPACE.string_id)(toks)
     assert (jax.vmap(lambda i: decode(SPACE, i))(ids) == toks).all()
+
+
+def test_a_grid_too_large_for_int32_rows_draws_new_strings_by_rejection():
+    """10^20 strings: hashed ids (spaces.string_ids), so no integer draws; the same key's strings, once seen,
+    are rejected and new ones drawn."""
+    space = CategoricalSpace("huge", {f"h{i}": list(range(100)) for i in range(10)})
+    assert space.plain_product and not space.ids_are_grid_rows and not exact(space)
+    draw = jax.jit(lambda seen: uniform_unseen(jax.random.PRNGKey(0), space, seen, 4))
+    first = draw(seen_init(8))
+    seen = seen_add(seen_init(8), jax.vmap(space.string_id)(first))
+    again = draw(seen)
+    ids = jax.vmap(space.string_id)(again)
+    assert not seen_contains(seen, ids).any() and len(set(ids.tolist())) == 4
+    assert not {t.tobytes() for t in np.asarray(again)} & {t.tobytes() for t in np.asarray(first)}
 
 
 def test_seen_stays_sorted_and_distinct():

@@ -121,6 +121,8 @@ def lines_of(path):
         (lambda ls: ls[:2] + [b'{"event": "tell"}'] + ls[2:], "'tell' record does not replay"),
         (lambda ls: ls[:2] + [b'{"event": "dance"}'] + ls[2:], "unknown event"),
         (lambda ls: ls + ls[-1:], "told twice"),
+        (lambda ls: ls[:-1] + [ls[-1].replace(b'"complete"', b'"exploded"', 1)], "the state 'exploded'"),
+        (lambda ls: ls[:-1] + [ls[-1].replace(b'"value":', b'"value":"high","was":', 1)], "does not replay"),
         (lambda ls: [], "the file is empty"),
     ],
 )

@@ -28,7 +28,16 @@ import numpy as np
 
 from nas.host import storage as st
 from nas.host.study_record import read_settings, resolve_directory, settings_record
-from nas.host.trials import BudgetSpent, NoTrialNow, Trial, as_value, checkpoint_key, now, report_step
+from nas.host.trials import (
+    BudgetSpent,
+    NoTrialNow,
+    Trial,
+    as_value,
+    checkpoint_key,
+    now,
+    read_values,
+    report_step,
+)
 
 
 class StudyBase:
@@ -206,10 +215,17 @@ class StudyBase:
             number = r["number"]
             if not isinstance(number, int) or not 0 <= number < len(self.trials):
                 raise st.StorageError(f"{where}: a tell of trial {number!r}, which was never asked (lines deleted?)")
+            if r["state"] not in ("complete", "failed", "pruned"):
+                raise st.StorageError(f"{where}: trial {number} told with the state {r['state']!r} (complete, failed "
+                                      "or pruned): the file was edited")  # fmt: skip
             trial = self.trials[number]
             if trial.state != "pending":
                 raise st.StorageError(f"{where}: trial {number} is told twice (lines repeated?)")
-            self._finish(trial, r["values"] if "values" in r else r["value"], r["state"], r.get("cost"))
+            value = read_values(r["values"] if "values" in r else r["value"], number, self.num_objectives)
+            cost = r.get("cost")  # as written (a file of nasjax before 0.3 may keep a NaN or negative one)
+            if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+                raise st.StorageError(f"{where}: trial {number} told with the cost {cost!r}, not a number")
+            self._finish(trial, value, r["state"], cost)
             trial.datetime_complete = _time(r.get("complete"))
         else:
             raise st.StorageError(f"{where}: an unknown event {event!r}")

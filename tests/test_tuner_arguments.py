@@ -37,6 +37,7 @@ def one_line(error, *words):
         (dict(fidelities=BUDGETS, storage=3), TypeError, ("storage must be a file path",)),
         (dict(fidelities=BUDGETS, storage=""), ValueError, ("storage='' names no file",)),
         (dict(fidelities=BUDGETS, directory=3), TypeError, ("directory must be a folder path",)),
+        (dict(searcher=3), TypeError, ("searcher must be a registered name",)),
     ],
 )
 def test_a_bad_study_argument_is_one_line_naming_it(tmp_path, kwargs, error, words):

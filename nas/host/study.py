@@ -105,7 +105,7 @@ class Study(StudyBase):
         **searcher_kwargs,
     ):
         searcher_kwargs = dict(searcher_kwargs)
-        fidelities, workers = _check_arguments(max_queries, fidelities, workers, continues)
+        fidelities, workers = _check_arguments(searcher, max_queries, fidelities, workers, continues)
         if not isinstance(searcher, str) and (searcher_kwargs or fidelities is not None or workers is not None):
             raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
                              "Study none (or give the searcher's registered name and its options)")  # fmt: skip
@@ -331,8 +331,11 @@ def _seed_and_key(seed) -> tuple[int | None, jax.Array]:
     raise TypeError(f"seed must be an integer or a JAX PRNG key (jax.random.PRNGKey(n)), got {seed!r:.60}")
 
 
-def _check_arguments(max_queries, fidelities, workers, continues):
+def _check_arguments(searcher, max_queries, fidelities, workers, continues):
     """One line naming a Study argument of the wrong kind, before anything is built; ``(fidelities, workers)``."""
+    if not isinstance(searcher, str) and not (hasattr(searcher, "options") and hasattr(searcher, "space")):
+        raise TypeError(f"searcher must be a registered name (nas.available_searchers()) or a searcher object built "
+                        f"on the space (nas.make_searcher(...)), got {searcher!r:.60}")  # fmt: skip
     if isinstance(max_queries, bool) or not isinstance(max_queries, (int, np.integer)) or max_queries < 1:
         raise ValueError(f"max_queries must be a positive integer (the budget), got {max_queries!r}")
     if fidelities is not None:

@@ -76,6 +76,23 @@ def test_repeats_of_a_large_grid_are_counted_by_the_strings():
     assert declaration(space)["type"] == "CategoricalSpace"  # still kept in a study file as data
 
 
+def test_a_study_of_a_huge_space_is_kept_and_continues(tmp_path):
+    """The 10^20 list space in a study file: loaded, it continues as the study that never stopped."""
+    path = str(tmp_path / "study.jsonl")
+    kept = nas.create_study(LIST, searcher="random_search", max_queries=6, seed=1, storage=path)
+    whole = nas.create_study(LIST, searcher="random_search", max_queries=6, seed=1)
+    for study in (kept, whole):
+        for _ in range(3 if study is kept else 4):
+            trial = study.ask()
+            study.tell(trial, _value(trial.params))
+    kept.close()
+    loaded = nas.load_study(path)
+    trial = loaded.ask()
+    loaded.tell(trial, _value(trial.params))
+    assert [t.params for t in loaded.trials] == [t.params for t in whole.trials]
+    loaded.close()
+
+
 def _searcher_options(name: str, kind: str) -> dict:
     opts = cheap_options(name)
     opts.pop("max_queries", None)

@@ -14,8 +14,13 @@ rest:
   by replaying them through the same compiled ``ask``/``tell`` (each trial's tokens are checked) and continues it.
   Trials that were pending when the process stopped are pending again: the next ``optimize`` runs them
   first, with the same number, configuration, budget and checkpoint folder.
+- **Write-ahead.** Every ask, report and tell is checked in full, then its record written, and only then do
+  the trial, the pruner and the searcher move: a refused call or a failed write (one ``StorageError``
+  naming the file and the cause) leaves the study as it was, and the same call goes on once the cause is
+  gone. ``Study.load(path, read_only=True)`` (or a file on read-only media) loads for reading only.
 - **Checkpoint folders.** With a ``directory`` (default: next to the storage file, ``study_trials/``)
-  trial ``n`` gets ``<directory>/trial_0000n``, created when it is asked.
+  trial ``n`` gets ``<directory>/trial_0000n``, created when it is asked. A study file keeps the default
+  as "next to the file" (a moved study finds its folders there); a load creates no folder.
 """
 
 from __future__ import annotations

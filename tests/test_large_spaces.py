@@ -45,6 +45,13 @@ def test_ids_are_grid_rows_below_the_limit_and_hashes_from_it():
         at.mixed_radix(tokens)
 
 
+def test_the_hash_kept_its_old_import_path_for_a_release():
+    import spaces.language.flatten as flatten
+
+    with pytest.warns(DeprecationWarning, match="spaces.string_ids.hash_tokens"):
+        assert flatten.hash_tokens is hash_tokens
+
+
 def test_a_hashed_id_is_a_function_of_the_configuration():
     """Strings that differ only in inactive tokens are one configuration, so one hashed id."""
     space = declared_space({"opt": ["sgd", "adam"], "momentum": Float(0.0, 0.99, when={"opt": ["sgd"]}),

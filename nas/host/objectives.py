@@ -27,7 +27,9 @@ from spaces.benchmarks.metrics import DIRECTIONS
 
 
 def multi_objective_searchers() -> list[str]:
-    return [n for n in available_searchers(multi_fidelity=None) if is_multi_objective(n)]
+    """The multi-objective searchers a Study with directions= runs (the single-fidelity ones: MO-ASHA runs in the
+    compiled runner)."""
+    return [n for n in available_searchers() if is_multi_objective(n)]
 
 
 def is_multi_objective(searcher) -> bool:

@@ -40,7 +40,7 @@ def program_space(space: Space) -> Space:
     an order-aware ``HPOSpace`` (``spaces.params.shape_space``)."""
     if type(space) is HPOSpace and space.order_aware:
         return shape_space(space)
-    plain = type(space) is CategoricalSpace and space.ids_are_grid_rows
+    plain = type(space) is CategoricalSpace and space.plain_product  # ids hash alike at any size: by shape
     return _grid_space(tuple(space.cardinalities)) if plain else space
 
 

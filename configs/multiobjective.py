@@ -21,7 +21,8 @@ reports add the hypervolume gap to the table's true front at 25/50/100 % of the 
 
 ``,constrained`` runs the single-objective searchers under a tight and a loose latency limit instead
 (``searchers.<label>.constraints``, penalty mode; regularized evolution and local search also with the
-filter) beside NSGA-II and MO-REA, and reports every searcher's incumbent under each limit::
+filter; labels such as ``random_search_tight``, ``local_search_loose``, ``regularized_evolution_tight_filter``)
+beside NSGA-II and MO-REA, and reports every searcher's incumbent under each limit::
 
     python -m scripts.train --config configs/multiobjective.py:nb201/cifar10,latency,constrained --workdir /tmp/mo_con \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
@@ -56,15 +57,17 @@ PEERS = {
 
 def constrained_entries(limits) -> dict:
     """Random search, evolution and local search under each limit (penalty), evolution and local search
-    also with the filter at the tight one."""
+    also with the filter at the tight one, labelled ``<searcher>_tight``, ``<searcher>_loose`` and
+    ``<searcher>_tight_filter`` (underscores: a label is a field name in a ``--config.searchers.<label>``
+    override)."""
     out = {}
     for i, limit in enumerate(limits):
         cons = f"latency<={limit:g}"
         for label, entry in default.BASELINES.items():
-            out[f"{label}-{'tight' if i == 0 else 'loose'}"] = {**entry, "constraints": cons}
+            out[f"{label}_{'tight' if i == 0 else 'loose'}"] = {**entry, "constraints": cons}
         if i == 0:
             for label in ("regularized_evolution", "local_search"):
-                out[f"{label}-tight-filter"] = {**default.BASELINES[label], "constraints": cons,
+                out[f"{label}_tight_filter"] = {**default.BASELINES[label], "constraints": cons,
                                                 "constraint_mode": "filter"}  # fmt: skip
     return out
 

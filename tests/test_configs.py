@@ -4,7 +4,9 @@ A typo in a config (an unknown searcher, option or benchmark) should fail here, 
 """
 
 import importlib
+import os
 import pathlib
+import re
 
 import pytest
 
@@ -90,3 +92,44 @@ def test_the_renamed_task_experiment_keeps_its_old_names_for_a_release():
         assert task_experiment.validate_host_config is task_experiment.validate_task_config
     with pytest.warns(DeprecationWarning, match="run_task_experiment"):
         assert task_experiment.run_host_experiment is task_experiment.run_task_experiment
+
+
+def documented_args(name: str) -> list:
+    """``None`` (no argument) and every ``configs/<name>.py:<argument>`` the config's docstring shows."""
+    doc = importlib.import_module(f"configs.{name}").__doc__ or ""
+    path = re.escape(f"configs/{name.replace('.', '/')}.py:")
+    return [None, *dict.fromkeys(re.findall(path + r"([^\s`'\"\\{]+)", doc))]
+
+
+CONFIG_ARGS = [(name, arg) for name in CONFIGS for arg in documented_args(name)]
+
+
+def test_the_documented_arguments_are_found():
+    assert ("multiobjective", "nb201/cifar10,latency,constrained") in CONFIG_ARGS
+    assert ("paper.tpe", "mlp/naval") in CONFIG_ARGS and ("table3", None) in CONFIG_ARGS
+
+
+@pytest.mark.parametrize("name,arg", CONFIG_ARGS, ids=[f"{n}:{a}" if a else n for n, a in CONFIG_ARGS])
+def test_every_label_of_a_shipped_config_can_be_named_in_an_override(name, arg):
+    """``--config.searchers.<label>.<field>=...`` parses for every label of every config and documented
+    argument (the file loaded and the overrides applied by ml_collections, as ``scripts.train`` does; nothing
+    runs or is validated): a label is a field name in an override path."""
+    from absl import flags
+    from ml_collections import config_flags
+
+    config = importlib.import_module(f"configs.{name}").get_config(*([arg] if arg else []))
+    if "searchers" not in config:  # a config that feeds another script names no searchers
+        return
+    labels = list(config.searchers)
+    spec = f"configs/{name.replace('.', '/')}.py" + (f":{arg}" if arg else "")
+    argv = ["train", f"--config={spec}", *(f"--config.searchers.{label}.name=set_by_override" for label in labels)]
+    fv = flags.FlagValues()
+    config_flags.DEFINE_config_file("config", flag_values=fv, sys_argv=argv)
+    cwd = os.getcwd()
+    try:
+        os.chdir(CONFIG_DIR.parent)  # the spec is a path from the repository root, as in the docstrings
+        fv(argv)
+        parsed = fv.config
+    finally:
+        os.chdir(cwd)
+    assert {label: entry.name for label, entry in parsed.searchers.items()} == dict.fromkeys(labels, "set_by_override")

@@ -89,6 +89,10 @@ def test_train_mistakes_get_one_line_and_exit_2(tmp_path):
     assert "report_every" in line
     line = one_line_error(train(*SMALL, "--cpu_devices=-1", workdir=tmp_path / "f"))
     assert "cpu_devices" in line
+    line = one_line_error(train("--config.searchers.random-search.name=x", workdir=tmp_path / "g"))
+    assert "the override --config.searchers.random-search.name=x does not parse" in line
+    assert "get_config" not in line and "ast." not in line
+    assert not (tmp_path / "g").exists()
 
 
 @pytest.mark.slow  # runs the CLI in new processes
@@ -111,3 +115,26 @@ def test_validation_note_says_where_the_test_file_goes(monkeypatch, tmp_path):
     hint = missing_test_data_hint("nb201/cifar10")
     assert str(tmp_path / "nb201" / "nats_bench_test_acc.csv") in hint and "--config.test_data" in hint
     assert missing_test_data_hint("hpolib/naval_propulsion") == "this benchmark has no test split"
+
+
+def test_an_override_path_that_does_not_parse_is_named_with_the_reason():
+    """ml_collections reads ``--config.<path>`` as Python: a '-', a keyword, a leading digit or an empty part
+    fails there, and the line names the override, the part and how to write it (not ``get_config``)."""
+    from nas.experiment.cli import flag_error_line, override_path_error
+
+    argv = ["train", "--config=configs/multiobjective.py:nb201/cifar10,latency,constrained", "--config.num_trials=3",
+            "--config.searchers.random_search-tight.constraints=latency<=0.01"]  # fmt: skip
+    line = flag_error_line(ValueError("malformed node or string on line 1: <ast.Attribute object>"), argv)
+    assert line == (
+        "the override --config.searchers.random_search-tight.constraints=latency<=0.01 does not parse: "
+        "'random_search-tight' holds '-'; a name has letters, digits and underscores only (a '-' reads as a minus); "
+        "write such a key in brackets, the argument quoted for the shell: "
+        "'--config.searchers[\"random_search-tight\"].constraints=...'"
+    )
+    assert "is a Python keyword" in override_path_error(["--config.searchers.lambda.x=1"])
+    assert "'1st' starts with a digit" in override_path_error(["--config.searchers.1st.x=1"])
+    assert "empty part" in override_path_error(["--config.searchers..x=1"])
+    line = override_path_error(["--config.num-trials=5"])
+    assert "'num-trials' holds '-'" in line and "check the field names" in line
+    # paths that parse, brackets included, are left to ml_collections
+    assert override_path_error(["--config.searchers['a-b'].x=1", "--config.num_trials=4", "--workdir=a-b"]) is None

@@ -1,9 +1,9 @@
 """Command-line plumbing shared by the scripts: one clear line per mistake, exit code 2.
 
 ``run(main)`` runs an absl ``main`` with a flags parser that turns flag and
-config-file mistakes (a misspelt ``--config.x``, a missing config file, a
-``get_config(arg)`` that rejects its argument, a value of the wrong type) into
-one line ``config error: ...``, and turns the library's own errors raised by
+config-file mistakes (a misspelt ``--config.x``, an override path that does not
+parse, a missing config file, a ``get_config(arg)`` that rejects its argument, a
+value of the wrong type) into one line ``config error: ...``, and turns the library's own errors raised by
 ``main`` (``ConfigError``, ``DataError``, ``CheckpointError``, ``DiskFullError``,
 ``MissingPackageError``, absl's ``UsageError``) into ``config error: ...`` / ``data error: ...`` /
 ``checkpoint error: ...`` / ``disk full: ...`` / ``missing package: ...`` / ``usage error: ...``, all
@@ -19,6 +19,7 @@ seeds split over devices); ``--verbosity=1`` adds debug lines (absl's levels).
 from __future__ import annotations
 
 import errno
+import keyword
 import os
 import re
 import sys
@@ -26,6 +27,7 @@ import tempfile
 from collections.abc import Callable
 
 from absl import app, flags
+from ml_collections.config_flags import config_path
 
 from nas.core.options import OptionError
 from nas.engine import devices
@@ -62,12 +64,78 @@ def _unquote(msg: str) -> str:
     return " ".join(msg.split())
 
 
+def _path_parts(field_path: str) -> list[str]:
+    """``field_path`` cut at the dots outside brackets and quotes: ``a.b["c.d"].e`` -> ``a``, ``b["c.d"]``, ``e``."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(field_path):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == "." and depth == 0:
+            parts.append(field_path[start:i])
+            start = i + 1
+    return [*parts, field_path[start:]]
+
+
+def _why_not_a_name(part: str) -> str:
+    """In words, why ``part`` of an override's path is not a field name ml_collections can read."""
+    if not part:
+        return "the path has an empty part (two dots in a row, or a dot at an end)"
+    if keyword.iskeyword(part):
+        return f"{part!r} is a Python keyword"
+    if part[0].isdigit():
+        return f"{part!r} starts with a digit"
+    bad = sorted({c for c in part if not (c.isalnum() or c == "_")})
+    if bad:
+        chars = " ".join(repr(c) for c in bad)
+        return f"{part!r} holds {chars}; a name has letters, digits and underscores only (a '-' reads as a minus)"
+    return f"{part!r} is not a field name"
+
+
+def override_path_error(argv: list[str]) -> str | None:
+    """The line for the first ``--config.<path>=value`` whose path ml_collections cannot parse (it reads the
+    path as a Python expression), naming the override, the part at fault and how to write it; ``None`` when
+    every override's path parses."""
+    for arg in argv:
+        m = re.match(r"--?(?:no)?config\.([^=]*)", arg)
+        if m is None:
+            continue
+        field_path = m.group(1)
+        try:
+            config_path.split(field_path)
+            continue
+        except (ValueError, SyntaxError, TypeError):
+            pass
+        parts = _path_parts(field_path)
+        at = next((i for i, p in enumerate(parts) if not re.fullmatch(r"[A-Za-z_]\w*(\[.*\])*", p)
+                   or keyword.iskeyword(p.split("[")[0])), None)  # fmt: skip
+        if at is None:
+            return f"the override {arg} does not parse: its path {field_path!r} is not a dotted path of field names"
+        why = _why_not_a_name(parts[at])
+        if at > 0 and parts[at]:
+            key = f'"{parts[at]}"' if '"' not in parts[at] else repr(parts[at])
+            fixed = ".".join([*parts[: at - 1], f"{parts[at - 1]}[{key}]", *parts[at + 1 :]])
+            fix = f"; write such a key in brackets, the argument quoted for the shell: '--config.{fixed}=...'"
+        else:
+            fix = "; check the field names in the config file"
+        return f"the override {arg} does not parse: {why}{fix}"
+    return None
+
+
 def flag_error_line(e: BaseException, argv: list[str]) -> str:
     """One line saying what is wrong with the command line and how to fix it."""
     spec = _config_spec(argv)
     path = spec.split(":", 1)[0] if spec else None
     if path is not None and not os.path.isfile(path):
         return f"config file not found: {path} (give --config=configs/<name>.py[:argument])"
+    bad_override = override_path_error(argv)
+    if bad_override is not None:  # ml_collections would blame get_config and print an AST node
+        return bad_override
     arg = spec.split(":", 1)[1] if spec and ":" in spec else None
     if "Error whilst parsing config file" in str(e):  # get_config raised: its last traceback line says why
         last = [line for line in str(e).splitlines() if line.strip()][-1].strip()

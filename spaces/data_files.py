@@ -4,7 +4,9 @@ One reader per file kind, used by every loader (benchmark tables, CSVs, JSON, pi
 files, meta-learned parameters, workdir files): ``read_json``, ``read_csv``, ``read_npz``,
 ``read_pickle``. Each turns whatever its parser raises on a truncated, empty, foreign or
 mis-encoded file (``JSONDecodeError``, ``EOFError``, ``BadZipFile``, ``UnicodeDecodeError``, ...)
-into a ``DataError`` that names the file and the fix the caller gives. What a loader then reads
+into a ``DataError`` that names the file and the fix the caller gives; ``npz_arrays`` (training
+checkpoints, a run's checkpoint and histories) says what is wrong with an ``.npz`` (a ``DamagedFile``)
+for readers that word their own fix. What a loader then reads
 out of the parsed content is checked inside ``data_errors(path, fix)`` (a field that is missing,
 an index out of range, a value of the wrong type fail the same way) and with ``numbers`` (lists
 of the expected length, finite numbers in a range).
@@ -57,8 +59,7 @@ def problem(e: BaseException) -> str:
     for kind, words in PROBLEMS:
         if isinstance(e, kind):
             return words(e)
-    text = " ".join(str(e).split())
-    text = text if len(text) <= 160 else text[:157] + "..."
+    text = short(e)
     return text if type(e) in (ValueError, TypeError) else f"{type(e).__name__}: {text}"  # a parse error's own words
 
 
@@ -91,15 +92,69 @@ def read_json(path: str | os.PathLike, fix: str) -> Any:
         return json.load(f)
 
 
+class DamagedFile(DataError):
+    """A file that cannot be parsed: the message is ``<path>: <what>``; ``path`` and ``what`` are kept for readers
+    that word it with their own fix."""
+
+    def __init__(self, path: str | os.PathLike, what: str):
+        super().__init__(f"{os.fspath(path)}: {what}")
+        self.path, self.what = os.fspath(path), what
+
+
+# the first four bytes of a zip archive: its first member's header, or the end record of an archive of no member
+ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def npz_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` file ``path`` (pickled objects are never loaded); a ``DamagedFile`` saying
+    which of these it is otherwise: empty, not a zip archive from its first bytes (garbled or another format),
+    cut short (a zip archive's directory is at its end), or the array whose bytes are damaged.
+
+    ``np.load`` alone says none of this: it takes a file that does not start as a zip archive for a pickle
+    ("This file contains pickled (object) data"), an empty one for an ``EOFError`` and a cut one for a
+    ``BadZipFile``, all without the path."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise DamagedFile(path, problem(e)) from e
+    if not head:
+        raise DamagedFile(path, "empty (0 bytes)")
+    if head not in ZIP_STARTS:
+        raise DamagedFile(path, f"not an .npz archive: it starts with {head!r}, not with a zip archive's "
+                                f"{ZIP_STARTS[0]!r} (garbled, or a file of another format)")  # fmt: skip
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as e:  # a damaged zip directory raises BadZipFile, struct.error, ValueError, ...
+        raise DamagedFile(path, f"cut short or damaged at its end, where a zip archive keeps its directory "
+                                f"({type(e).__name__}: {short(e)})") from e  # fmt: skip
+    arrays = {}
+    with z:
+        for name in z.files:
+            try:
+                arrays[name] = z[name]
+            except Exception as e:  # a damaged .npy header or data raises ValueError, EOFError, BadZipFile, ...
+                raise DamagedFile(path, f"its array {name!r} is damaged ({type(e).__name__}: {short(e)})") from e
+    return arrays
+
+
+def short(e: BaseException) -> str:
+    """An exception's message on one line, at most 160 characters."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def read_npz(path: str | os.PathLike, fix: str, fields: Sequence[str] = ()) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file (no pickles); ``fields`` must be among them."""
-    with data_errors(path, fix):
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        missing = [k for k in fields if k not in arrays]
-        if missing:
-            raise DataError(f"{os.fspath(path)}: lacks the array(s) {missing}; {fix}")
-        return arrays
+    """Every array of an ``.npz`` file (no pickles, ``npz_arrays``); ``fields`` must be among them."""
+    try:
+        arrays = npz_arrays(path)
+    except DamagedFile as e:
+        raise DataError(f"{e}; {fix}") from e
+    missing = [k for k in fields if k not in arrays]
+    if missing:
+        raise DataError(f"{os.fspath(path)}: lacks the array(s) {missing}; {fix}")
+    return arrays
 
 
 def read_pickle(path: str | os.PathLike, fix: str, unpickler: type = pickle.Unpickler) -> Any:

@@ -22,9 +22,11 @@ import os
 import jax
 import numpy as np
 
+from spaces.data_files import DamagedFile, npz_arrays
 from spaces.files import DataError, savez_atomic
 
 FILE = "state.npz"
+FIX = "delete it to train from the start"
 
 
 def save_state(folder: str, state, meta: dict) -> str:
@@ -38,24 +40,39 @@ def save_state(folder: str, state, meta: dict) -> str:
 
 
 def load_state(folder: str | None, like) -> tuple | None:
-    """``(state, meta)`` saved in ``folder``, in the structure of ``like``; None when there is none."""
+    """``(state, meta)`` saved in ``folder``, in the structure of ``like``; None when there is none.
+
+    A checkpoint that cannot be used (empty, cut short, garbled, of another training) is a ``DataError`` whose
+    one line names the file, what is wrong with it and the fix: it is never silently skipped, since training
+    from the start instead would spend the budget again without saying so."""
     path = os.path.join(folder, FILE) if folder else None
     if path is None or not os.path.exists(path):
         return None
     leaves, tree = jax.tree.flatten(like)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            saved = [z[f"leaf_{i:04d}"] for i in range(len(leaves))]
-            extra = len([k for k in z.files if k.startswith("leaf_")]) - len(leaves)
-    except (OSError, ValueError, KeyError) as e:
-        raise DataError(f"{path}: not a readable training checkpoint ({e}); delete it to train from the start") from e
+        arrays = npz_arrays(path)
+    except DamagedFile as e:
+        raise DataError(f"{path}: not a readable training checkpoint, {e.what}; {FIX}") from e
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except (KeyError, ValueError) as e:
+        what = "lacks its 'meta' record" if isinstance(e, KeyError) else f"its 'meta' record is not JSON ({e})"
+        raise DataError(f"{path}: not a readable training checkpoint, {what}; {FIX}") from e
+    if not isinstance(meta, dict):
+        raise DataError(f"{path}: not a readable training checkpoint, its 'meta' record is a "
+                        f"{type(meta).__name__}, not a JSON object; {FIX}")  # fmt: skip
+    have = [k for k in arrays if k.startswith("leaf_")]
+    if any(f"leaf_{i:04d}" not in arrays for i in range(len(leaves))):
+        raise DataError(f"{path}: holds {len(have)} leaves, the training's state has {len(leaves)}; it belongs "
+                        "to another training")  # fmt: skip
+    saved = [arrays[f"leaf_{i:04d}"] for i in range(len(leaves))]
     for i, (a, b) in enumerate(zip(saved, leaves)):
         b = b if hasattr(b, "dtype") else np.asarray(b)  # arrays and ShapeDtypeStructs have shape and dtype
         shape, dtype = tuple(b.shape), np.dtype(b.dtype)
         if a.shape != shape or a.dtype != dtype:
             raise DataError(f"{path}: leaf {i} is {a.dtype}{list(a.shape)}, the training expects "
                             f"{dtype}{list(shape)}; it belongs to another training")  # fmt: skip
+    extra = len(have) - len(leaves)
     if extra:
         raise DataError(f"{path}: {extra} leaves more than the training's state; it belongs to another training")
     return jax.tree.unflatten(tree, [jax.numpy.asarray(a) for a in saved]), meta

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 import zlib
 
 import jax
 import numpy as np
 
+from spaces.data_files import DamagedFile, npz_arrays
 from spaces.files import savez_atomic
 
 
@@ -54,19 +54,23 @@ def load(path: str, like, fingerprint: str):
         return None
     fix = f"delete {path} to start this searcher over (finished searchers are kept), or use a new workdir"
     try:
-        with np.load(path, allow_pickle=False) as z:
-            saved = str(z["fingerprint"])
-            if saved != fingerprint:
-                raise CheckpointError(
-                    f"checkpoint {path} belongs to a different run (searcher options, seeds or benchmark differ).\n"
-                    f"  saved:   {saved}\n  current: {fingerprint}\n{fix[0].upper() + fix[1:]}."
-                )
-            leaves, treedef = jax.tree.flatten(like)
-            loaded = [z[f"leaf_{i:04d}"] for i in range(len(leaves))]
-    except CheckpointError:
-        raise
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        raise CheckpointError(f"checkpoint {path} is unreadable ({type(e).__name__}: {e}); {fix}") from e
+        arrays = npz_arrays(path)
+    except DamagedFile as e:
+        raise CheckpointError(f"checkpoint {path} is unreadable ({e.what}); {fix}") from e
+    if "fingerprint" not in arrays:
+        raise CheckpointError(f"checkpoint {path} is unreadable (it lacks the run's fingerprint); {fix}")
+    saved = str(arrays["fingerprint"])
+    if saved != fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} belongs to a different run (searcher options, seeds or benchmark differ).\n"
+            f"  saved:   {saved}\n  current: {fingerprint}\n{fix[0].upper() + fix[1:]}."
+        )
+    leaves, treedef = jax.tree.flatten(like)
+    absent = [i for i in range(len(leaves)) if f"leaf_{i:04d}" not in arrays]
+    if absent:
+        raise CheckpointError(f"checkpoint {path} is unreadable (it lacks leaf {absent[0]} of the run's "
+                              f"{len(leaves)}); {fix}")  # fmt: skip
+    loaded = [arrays[f"leaf_{i:04d}"] for i in range(len(leaves))]
     for i, (a, b) in enumerate(zip(loaded, leaves)):
         if a.shape != b.shape or a.dtype != b.dtype:
             raise CheckpointError(

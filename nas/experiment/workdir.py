@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 
 import numpy as np
 
 from nas.experiment import report as rep
 from nas.experiment.config_fields import BENCH_OPTIONS, RUN_FIELDS, ConfigError, to_dict
+from spaces.data_files import DamagedFile, npz_arrays
 from spaces.files import savez_atomic, write_text_atomic
 
 HISTORY_FIELDS = ("tokens", "score", "report_score", "cost")
@@ -172,15 +172,17 @@ class Workdir:
         """The arrays of a finished searcher (a ConfigError naming the file when it is unreadable)."""
         path = self.history_path(label)
         try:
-            with np.load(path, allow_pickle=False) as z:
-                fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if k in z.files)  # older: none
-                out = {k: z[k] for k in fields}
-                metrics = {k[len(METRIC_PREFIX) :]: z[k] for k in z.files if k.startswith(METRIC_PREFIX)}
-                return {**out, "metrics": metrics} if metrics else out
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-            raise ConfigError(
-                f"{path} is unreadable ({type(e).__name__}: {e}); delete it to run searcher {label!r} again"
-            ) from e
+            z = npz_arrays(path)
+        except DamagedFile as e:
+            raise ConfigError(f"{path} is unreadable ({e.what}); delete it to run searcher {label!r} again") from e
+        missing = [k for k in HISTORY_FIELDS if k not in z]
+        if missing:
+            raise ConfigError(f"{path} is unreadable (it lacks the array(s) {missing}); delete it to run searcher "
+                              f"{label!r} again")  # fmt: skip
+        fields = HISTORY_FIELDS + tuple(k for k in MF_HISTORY_FIELDS if k in z)  # older: none
+        out = {k: z[k] for k in fields}
+        metrics = {k[len(METRIC_PREFIX) :]: v for k, v in z.items() if k.startswith(METRIC_PREFIX)}
+        return {**out, "metrics": metrics} if metrics else out
 
     def record_metrics(self, line: dict) -> None:
         """Adds one chunk's line to ``metrics.jsonl``, replacing an earlier line of the same searcher and step."""

@@ -33,6 +33,7 @@ import os
 import pickle
 import re
 import tarfile
+import zlib
 from collections.abc import Iterator
 
 from spaces.benchmarks.nb201 import TEST_COLUMNS
@@ -44,6 +45,9 @@ NATS_TEST_SETS = {"cifar10": ("cifar10", "ori-test"), "cifar100": ("cifar100", "
                   "imagenet16": ("ImageNet16-120", "x-test")}  # fmt: skip
 HP = "200"
 NUM_CELLS = 5**6
+REDOWNLOAD = (
+    "download NATS-tss-v1_0-3ffb9-simple.tar again (https://github.com/D-X-Y/NATS-Bench#preparation-and-download)"
+)
 _ARCH_FILE = re.compile(r"(?:^|/)(\d+)\.pickle\.pbz2$")
 _SAFE = {("collections", "OrderedDict"), ("collections", "defaultdict"), ("builtins", "set"),
          ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
@@ -65,25 +69,48 @@ def load_pbz2(data: bytes, where: str):
     """A bz2-compressed pickle of plain containers (``DataError`` naming ``where`` otherwise)."""
     try:
         return _PlainUnpickler(io.BytesIO(bz2.decompress(data))).load()
-    except (OSError, EOFError, ValueError, pickle.UnpicklingError) as e:
-        raise DataError(f"{where}: not a bz2-compressed pickle of NATS-Bench ({type(e).__name__}: {e})") from e
+    except DataError as e:  # a class the archive must not pickle (``_PlainUnpickler``)
+        raise DataError(f"{where}: {e}") from e
+    except Exception as e:  # a cut or garbled pickle raises almost anything (EOFError, OverflowError, KeyError, ...)
+        what = "empty" if not data else f"not a bz2-compressed pickle of NATS-Bench ({type(e).__name__}: {e})"
+        raise DataError(f"{where}: {what}; {REDOWNLOAD}") from e
+
+
+def _tar_entries(path: str) -> Iterator[tuple[str, bytes]]:
+    """(``path:member``, bytes) of each ``*.pickle.pbz2`` in the tar archive ``path``; a ``DataError`` when the
+    archive is cut short: in a member (its header says more bytes than there are) or between two (no two
+    zero blocks, the end a tar archive is written with, where the members end)."""
+    try:
+        with tarfile.open(path) as tar:
+            for member in tar:
+                if member.isfile() and member.name.endswith(".pickle.pbz2"):
+                    yield f"{path}:{member.name}", tar.extractfile(member).read()
+            tar.fileobj.seek(tar.offset)
+            complete = tar.fileobj.read(2 * tarfile.BLOCKSIZE) == bytes(2 * tarfile.BLOCKSIZE)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+        raise DataError(f"{path}: a tar archive cut short or damaged ({type(e).__name__}: {e}); {REDOWNLOAD}") from e
+    if not complete:
+        raise DataError(f"{path}: a tar archive cut short (it stops after a member, without the end of an "
+                        f"archive); {REDOWNLOAD}")  # fmt: skip
 
 
 def _entries(path: str) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each ``*.pickle.pbz2`` in a folder, a ``.tar`` of it, or the file itself."""
+    """(where, bytes) of each ``*.pickle.pbz2`` in a folder, a ``.tar`` of it, or the file itself; ``where``
+    names the file (and the member of a tar archive) for messages."""
     if os.path.isdir(path):
         for name in sorted(os.listdir(path)):
             if name.endswith(".pickle.pbz2"):
                 with open(os.path.join(path, name), "rb") as f:
-                    yield name, f.read()
+                    yield os.path.join(path, name), f.read()
     elif tarfile.is_tarfile(path):
-        with tarfile.open(path) as tar:
-            for member in tar:
-                if member.isfile() and member.name.endswith(".pickle.pbz2"):
-                    yield member.name, tar.extractfile(member).read()
+        yield from _tar_entries(path)
+    elif path.endswith(".tar"):
+        size = os.path.getsize(path)
+        what = "empty" if not size else f"not a readable tar archive ({size:,} bytes: cut short or another format)"
+        raise DataError(f"{path}: {what}; {REDOWNLOAD}")
     else:
         with open(path, "rb") as f:
-            yield os.path.basename(path), f.read()
+            yield path, f.read()
 
 
 def read_archive(path: str) -> tuple[list[str], dict[int, dict]]:
@@ -95,7 +122,7 @@ def read_archive(path: str) -> tuple[list[str], dict[int, dict]]:
         )
     meta, infos = None, {}
     for name, data in _entries(path):
-        obj = load_pbz2(data, f"{path}:{name}")
+        obj = load_pbz2(data, name)
         arch = _ARCH_FILE.search(name)
         if name.endswith("meta.pickle.pbz2") or (isinstance(obj, dict) and "arch2infos" in obj):
             meta = obj.get("meta_archs") if isinstance(obj, dict) else None

@@ -16,11 +16,13 @@ import pytest
 
 from nas.engine import checkpoint
 from nas.engine.checkpoint import CheckpointError
+from nas.host.study import Study
 from spaces.benchmarks import nats_archive
 from spaces.data_files import npz_arrays
 from spaces.files import DataError
 from spaces.training_state import latest_state, load_state, save_state
 from surrogates.meta_params import load_params, save_params
+from tests.mf_tables import BUDGETS, SPACE
 from tests.test_data_files import build_archive
 from tests.test_loader_errors import MODEL
 
@@ -109,6 +111,24 @@ def test_a_checkpoint_that_is_not_a_training_state_names_what_it_lacks(tmp_path)
     assert meta == {"step": 4} and all(
         np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(STATE))
     )
+
+
+def test_a_study_whose_promotion_finds_its_parent_checkpoint_cut_short_names_the_file(tmp_path):
+    study = Study(SPACE, "successive_halving", direction="minimize", seed=0, max_queries=4, fidelities=BUDGETS,
+                  directory=str(tmp_path / "study"))  # fmt: skip
+
+    def training(trial):
+        found = latest_state([trial.checkpoint_dir, trial.parent_checkpoint_dir], STATE, lambda meta: True)
+        path = save_state(trial.checkpoint_dir, STATE, {"budget": trial.budget})
+        damage(path, cut_in_half)  # as a copy cut short would leave it (a write of the study's is atomic)
+        return float(sum(trial.tokens)) + (found is not None)
+
+    with pytest.raises(DataError) as e:
+        study.optimize(training)
+    msg = one_line(e)
+    promoted = [t for t in study.trials if t.parent is not None]
+    assert promoted and msg.startswith(os.path.join(promoted[0].parent_checkpoint_dir, "state.npz") + ": "), msg
+    assert "cut short" in msg and "delete it to train from the start" in msg, msg
 
 
 @pytest.fixture(scope="module")

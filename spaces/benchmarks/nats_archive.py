@@ -37,6 +37,7 @@ import zlib
 from collections.abc import Iterator
 
 from spaces.benchmarks.nb201 import TEST_COLUMNS
+from spaces.data_files import short
 from spaces.files import DataError, write_text_atomic
 from spaces.nb201 import parse_arch_string
 
@@ -72,7 +73,7 @@ def load_pbz2(data: bytes, where: str):
     except DataError as e:  # a class the archive must not pickle (``_PlainUnpickler``)
         raise DataError(f"{where}: {e}") from e
     except Exception as e:  # a cut or garbled pickle raises almost anything (EOFError, OverflowError, KeyError, ...)
-        what = "empty" if not data else f"not a bz2-compressed pickle of NATS-Bench ({type(e).__name__}: {e})"
+        what = f"not a bz2-compressed pickle of NATS-Bench ({type(e).__name__}: {short(e)})" if data else "empty"
         raise DataError(f"{where}: {what}; {REDOWNLOAD}") from e
 
 
@@ -88,7 +89,8 @@ def _tar_entries(path: str) -> Iterator[tuple[str, bytes]]:
             tar.fileobj.seek(tar.offset)
             complete = tar.fileobj.read(2 * tarfile.BLOCKSIZE) == bytes(2 * tarfile.BLOCKSIZE)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
-        raise DataError(f"{path}: a tar archive cut short or damaged ({type(e).__name__}: {e}); {REDOWNLOAD}") from e
+        what = f"a tar archive cut short or damaged ({type(e).__name__}: {short(e)})"
+        raise DataError(f"{path}: {what}; {REDOWNLOAD}") from e
     if not complete:
         raise DataError(f"{path}: a tar archive cut short (it stops after a member, without the end of an "
                         f"archive); {REDOWNLOAD}")  # fmt: skip

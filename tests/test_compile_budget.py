@@ -38,6 +38,14 @@ def test_default_cache_is_turned_on_where_none_is_configured(no_cache_configured
     assert os.listdir(tmp_path / "cache"), "the program was not written to the cache"
 
 
+def test_the_default_cache_keeps_every_program(no_cache_configured, monkeypatch, tmp_path):
+    # a Study's programs compile in 0.01-0.3 s: under a threshold a warm second process would compile them again
+    monkeypatch.delenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
+    monkeypatch.setenv(devices.CACHE_ENV, str(tmp_path / "cache"))
+    assert devices.default_compilation_cache() == str(tmp_path / "cache")
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == 0.0
+
+
 def test_default_cache_leaves_a_configured_cache_and_can_be_turned_off(no_cache_configured, monkeypatch, tmp_path):
     monkeypatch.setenv(devices.CACHE_ENV, "")
     assert devices.default_compilation_cache() == ""

@@ -6,8 +6,9 @@
 
 Per row, a fresh process imports the library, creates a study on a small space (a log Float, an Int, a
 categorical) and runs ``--trials`` sequential ask+tell with a trivial objective. Measured in the child:
-the time from process start to the first ask's return, the median ask+tell; by the parent: the whole
-process's wall and CPU seconds and peak RSS (``os.wait4``). nasjax rows run twice with one new, empty
+the time from the parent's launch to the first ask's return, the median ask+tell, CPU seconds
+(``resource.getrusage``) and peak RSS (``VmHWM``: Linux's ``ru_maxrss`` keeps the parent's peak across
+exec); by the parent: the whole process's wall seconds. nasjax rows run twice with one new, empty
 compilation cache folder (``$NASJAX_COMPILATION_CACHE``): cold (everything compiles), then warm (a
 second process, same folder; the cache's file count after each run says whether it compiled). A last
 row replays a ``--replay``-trial journal with ``Study.load``. Reference rows: ``import jax`` alone.
@@ -69,11 +70,16 @@ for _ in range(TRIALS - 1):
     c = time.perf_counter(); t, p = ask(); tell(t, p); steps.append(time.perf_counter() - c)
 RESULT.update(first_s=first, step_ms=1e3 * statistics.median(steps) if steps else 0.0)
 """
-# every child: its start time, and at exit its figures on one line (peak RSS and CPU: its own getrusage)
+# every child: its start time, and at exit its figures on one line (CPU and peak RSS: its own)
 PROLOGUE = "import time, json, resource\nSTART, TRIALS, RESULT = {start!r}, {trials}, {{}}\n"
 EPILOGUE = """
 u = resource.getrusage(resource.RUSAGE_SELF)
 RESULT.update(cpu_s=u.ru_utime + u.ru_stime, rss_mb=u.ru_maxrss / 1024)
+try:  # Linux's ru_maxrss outlives exec (the parent's peak would count): the process's own high-water mark
+    hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+    RESULT["rss_mb"] = int(hwm[0].split()[1]) / 1024
+except (OSError, IndexError):
+    pass
 print("RESULT", json.dumps(RESULT))
 """
 REPLAY = """

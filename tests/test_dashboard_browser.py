@@ -18,22 +18,10 @@ pytest.importorskip("optuna_dashboard", reason="optuna-dashboard is not installe
 from nas.adapters.optuna_dashboard import Dashboard, chromium, screenshot  # noqa: E402
 from nas.adapters.optuna_mirror import OptunaMirror  # noqa: E402
 from nas.host.study import Study  # noqa: E402
-from nas.host.trials import TrialPruned  # noqa: E402
-from spaces.params import Float, Int  # noqa: E402
+from tests.test_optuna_mirror import SPACE, objective  # noqa: E402  (the same training as the mirror's tests)
 
-SPACE = {"lr": Float(1e-4, 1e-1, log=True), "width": Int(8, 64, step=8), "act": ["relu", "tanh"]}
 STATE_NAMES = {"complete": "Complete", "pruned": "Pruned", "failed": "Fail", "pending": "Running"}
 WAIT_S = 90  # the dashboard's start, bounded (a loaded 2-core machine takes a few seconds)
-
-
-def objective(trial):
-    p = trial.params
-    for epoch in (1, 3, 9):
-        value = 100 * (p["lr"] - 0.01) ** 2 + 1 / p["width"] + 0.1 * (p["act"] == "tanh") + 1 / epoch
-        trial.report(epoch, value)
-        if trial.should_prune():
-            raise TrialPruned()
-    return None if p["width"] == 8 else value
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Every documented example runs as written: each fenced ``python`` and ``bash`` block of README.md and
-docs/*.md (new pages are picked up by the glob) runs in a fresh process from the repository root
+docs/**/*.md (new pages are picked up by the glob) runs in a fresh process from the repository root
 (``python -c <block>``, ``bash -e -o pipefail -c <block>``) and must exit 0.
 
 Conventions, on the lines just before a block (docs/errors.md and every page follow them):
@@ -18,7 +18,7 @@ workdir), ``../shared/data`` is the benchmark data of ``tests/conftest.py`` (a b
 absent there skips, naming it), ``$NASJAX_DATA`` is conftest's empty folder and XLA compiles with
 conftest's flags (level 0, no fusion emitters; a block's ``xla level`` directive sets its level).
 
-Commands named in prose must at least resolve: every ``python -m <module>`` in README.md, docs/*.md and the
+Commands named in prose must at least resolve: every ``python -m <module>`` in README.md, docs/**/*.md and the
 docstrings of configs/*.py and scripts/**/*.py names a module that exists; for the repository's entry
 points (absl flags) every ``--flag`` it passes is one the module defines (or absl's own), and every
 ``--config.<field>`` override is a field of the config the command loads.
@@ -41,7 +41,10 @@ import pytest
 from tests.conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["README.md", *sorted(os.path.relpath(p, ROOT) for p in glob.glob(str(ROOT / "docs" / "*.md")))]
+PAGES = [
+    "README.md",
+    *sorted(os.path.relpath(p, ROOT) for p in glob.glob(str(ROOT / "docs" / "**" / "*.md"), recursive=True)),
+]
 FENCE = re.compile(r"^```(\w*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 SUB = re.compile(r'^sub\s+"((?:[^"\\]|\\.)*)"\s+"((?:[^"\\]|\\.)*)"$')

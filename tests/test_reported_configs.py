@@ -1,6 +1,6 @@
 """The commands of the reported tables read every setting from their configs, and the docs state those settings.
 
-1. Every ``python -m scripts.train --config configs/...`` command in README.md and docs/*.md builds: its
+1. Every ``python -m scripts.train --config configs/...`` command in README.md and docs/**/*.md builds: its
    config loads with the command's ``--config.*`` overrides, validates, and each selected searcher's entry
    lists every option of its searcher (no option is left to a default the config does not show).
 2. Every ``Settings (`configs/<file>.py[:arg]`): `label` option=value, ...; ...`` line in the docs (written
@@ -17,7 +17,12 @@ import pytest
 from nas.experiment.config import searcher_entries, searcher_options_of, selected_labels, validate_config
 
 ROOT = pathlib.Path(__file__).parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+
+
+def _page(doc: pathlib.Path) -> str:
+    """The page's path from the repository root (docs/reference/x.md and docs/research/x.md differ)."""
+    return doc.relative_to(ROOT).as_posix()
 FILE_FIELDS = ("test_data", "data_path", "fidelity_data")  # files: not needed to check settings
 
 COMMAND = re.compile(r"python -m scripts\.train --config (configs/\S+?\.py(?::\S+)?)((?:\s+(?:\\\n\s*)?--\S+)*)")
@@ -55,7 +60,7 @@ def commands() -> list[tuple[str, str, list[tuple[str, str]]]]:
             if any(c in spec for c in "$<[|"):
                 continue  # a shell variable or a placeholder: no literal config
             flags = re.findall(r"--config\.([\w.]+)=([^\s`,;)]+)", m.group(2))
-            out.append((doc.name, spec, flags))
+            out.append((_page(doc), spec, flags))
     return out
 
 
@@ -93,10 +98,10 @@ def stated_settings() -> list[tuple[str, str, str, str, str]]:
         for m in SETTINGS.finditer(doc.read_text()):
             for part in m.group(2).split(";"):
                 got = re.match(r"\s*`([\w.-]+)` (.*)", part)
-                assert got, f"{doc.name}: cannot read settings {part!r} (write `label` option=value, ...)"
+                assert got, f"{_page(doc)}: cannot read settings {part!r} (write `label` option=value, ...)"
                 for pair in got.group(2).split(","):
                     option, _, value = pair.strip().partition("=")
-                    out.append((doc.name, m.group(1), got.group(1), option.strip(), value.strip().rstrip(".")))
+                    out.append((_page(doc), m.group(1), got.group(1), option.strip(), value.strip().rstrip(".")))
     return out
 
 

@@ -14,7 +14,7 @@ nb201/cifar100, nb201/imagenet16, hpolib/naval_propulsion, nb101):
         --config.data_path=/path/to/nasbench_only108.tfrecord
 
 runs the rows that take minutes (``FAST``). Every searcher's settings are in ``SEARCHERS`` below (each
-entry lists all its options in the saved config; docs/results.md states them and
+entry lists all its options in the saved config; docs/research/results.md states them and
 tests/test_reported_configs.py checks the two agree). The slow rows run alone (NASBOT into the same
 workdir), BANANAS and TPE with fewer trials (trial ``i`` has the same key in every row):
 

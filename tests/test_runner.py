@@ -118,7 +118,7 @@ def test_config_validation_messages():
 def test_baselines_on_nb201_cifar10_test_error(nb201_test_csv):
     """Brax-style real run: 100 trials x 150 queries, seed-mean validation, test error.
 
-    Full 500-trial figures (docs/results.md): random search 6.1 % mean test error (an
+    Full 500-trial figures (docs/research/results.md): random search 6.1 % mean test error (an
     independent implementation: 6.13 +- 0.23); regularized evolution and local
     search clearly below it.
     """

@@ -22,7 +22,7 @@ policy (as ReMAADE, see ``policy_gradient``), queries them, then
    (``sim_warm_epochs = 30``) each step continues from the previous step's
    simulator for 30 epochs (a full fit at the first step), about 3x cheaper
    and as good (500 seeds on NB201 cifar10: mean best validation accuracy
-   91.411 vs 91.400; docs/results.md, "Speed" under policy-gradient search).
+   91.411 vs 91.400; results/policy_speed.json).
 2. estimates, for each sampled string ``a^k`` and each step ``i`` of its order,
    the value of the prefix ``a^k_<i`` by ``L = rollouts`` completions sampled
    from the policy and scored by ``S_phi`` (eq. 16; completions are valid

@@ -36,8 +36,9 @@ class MetaTrainingError(ValueError):
     message says what to change."""
 
 
-# Eq. 3's loss per evaluation of standardized scores is a few units: 0.5-2.4 over meta-training on the suites of
-# docs/tnas.md, at most 20 at the start on tiny tasks. Far above, the kernel has diverged (too large a step size).
+# Eq. 3's loss per evaluation of standardized scores is a few units: 0.5-2.4 over meta-training on the suites
+# of docs/research/tnas.md, at most 20 at the start on tiny tasks. Far above, the kernel has diverged (too large
+# a step size).
 EXPLODED_LOSS = 100.0
 
 

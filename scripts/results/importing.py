@@ -137,7 +137,7 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
         rows.append(row)
     load = max(r["load"] for r in bench["rows"].values())
     date = file_date(Path(path))
-    note = f"{bench['trials']} sequential ask+tell per process, one process per row; load average up to {load:.1f}"
+    note = f"{bench['trials']} sequential ask+tell per process, one process per row"
     data = {
         "title": title or "The tuner's start-up and overhead, side by side with Optuna",
         "run": {

@@ -10,7 +10,7 @@ From a script or a notebook, ``Dashboard`` starts the same command as a subproce
         study.optimize(objective)              # the page follows the study live
 
 ``screenshot(url, path)`` saves what a headless Chromium shows at ``url`` as a PNG (Debian's
-``chromium``; docs/adapters.md shows one).
+``chromium``; docs/tutorials/integrations.md shows one).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Optuna's plots of real nasjax studies (docs/adapters.md): an MLP trained on sklearn's digits.
+"""Optuna's plots of real nasjax studies (docs/tutorials/integrations.md): an MLP trained on sklearn's digits.
 
     python -m scripts.figures.optuna_plots --out=docs/images --workdir=/tmp/optuna_plots
 

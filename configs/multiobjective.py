@@ -11,7 +11,7 @@ Searchers: NSGA-II, multi-objective regularized evolution, ParEGO's random scala
 and BANANAS, random search (the floor) and, on NAS-Bench-201 with its 12-epoch table
 (``config.fidelity_data``, found beside the repository), MO-ASHA (4 workers) on the compute axis. The
 reports add the hypervolume gap to the table's true front at 25/50/100 % of the budget and
-``pareto.png`` (docs/multiobjective.md).
+``pareto.png`` (docs/reference/multiobjective.md, docs/research/multiobjective.md).
 
 ``,peer`` adds Optuna's NSGA-II and multi-objective TPE and Syne Tune's MO-REA on the host (10 trials;
 ``pip install optuna`` and Syne Tune, requirements-dev.txt)::

@@ -17,7 +17,7 @@ infeasible configuration (a constraint violated) replaced, so **every single-obj
 Why the penalty is the default: a filter tells a searcher nothing about where the feasible region
 is. Where it is small, evolution's tournaments and local search's moves then compare ``-inf`` with
 ``-inf`` and walk at random until something feasible turns up; the penalty's violation term leads
-them into the feasible region (``docs/multiobjective.md`` measures both). Within the feasible region
+them into the feasible region (``docs/research/multiobjective.md`` measures both). Within the feasible region
 the two are identical.
 
 The test score of an infeasible configuration is ``-inf`` in both modes, so the reported incumbent

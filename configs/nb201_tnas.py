@@ -68,7 +68,7 @@ def meta_config() -> ml_collections.ConfigDict:
 
 # REPTILE's inner SGD (the paper's optimizer; its learning rate was tuned by BOHB and is not given), chosen among
 # SGD_INNER_LRS (the ``sgd_lr<x>`` variants) on the target cifar100, where no SGD variant is reported, by the
-# validation error of ``tnas_sgd_lr<x>_random_init`` (root seed 1, 20 trials): 1e-1 (docs/fidelity.md)
+# validation error of ``tnas_sgd_lr<x>_random_init`` (root seed 1, 20 trials): 1e-1 (docs/research/fidelity.md)
 SGD_INNER_LRS = (1e-3, 1e-2, 1e-1, 1.0)
 SGD_INNER_LR = 1e-1
 

@@ -1,4 +1,4 @@
-"""The switches that give each paper's text (docs/fidelity.md): each changes what it says and nothing else.
+"""The switches that give each paper's text (docs/research/fidelity.md): each changes what it says and nothing else.
 
 BANANAS' continuous adjacency encoding on hand-made cells and Algorithm 1's candidates of the k best;
 REPTILE's (task, architecture) pairs; TNAS without the graph encoder; baselines warm-started from an

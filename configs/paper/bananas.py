@@ -5,7 +5,7 @@ the argument (NB201 cifar10 by default):
     python -m scripts.train --config configs/paper/bananas.py:nb201/cifar10 --workdir /tmp/paper_bananas \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
 
-The text's items (docs/fidelity.md, "BANANAS"): UCB with beta = 0.5 (eq. 1, Section 5.1), the meta
+The text's items (docs/research/fidelity.md, "BANANAS"): UCB with beta = 0.5 (eq. 1, Section 5.1), the meta
 network trained with Adam at learning rate 0.1 (Section 5.1), a mutation changes one thing (Section 4),
 Algorithm 1's candidates are mutations of the k best architectures (the text gives no k and no c: k = 10,
 the code's query batch, and c = 100, the code's candidate count), the top 10 candidates queried per

@@ -7,7 +7,7 @@ configs/table3.py), 150 queries, 500 trials as in the paper:
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
     python -m scripts.experiments.paired_effects --workdir /tmp/paper_reacts --reference reacts
 
-The text's items (docs/fidelity.md, "ReMAADE and ReACTS"): the simulator phi^t computed at every step
+The text's items (docs/research/fidelity.md, "ReMAADE and ReACTS"): the simulator phi^t computed at every step
 from all batches so far with the weights of eq. 20 (Algorithm 2, line 6: a fit from scratch; the
 library continues the last step's simulator for 30 epochs); one gradient step of eq. 17 per batch
 (Algorithm 3, line 8; the library: 4 epochs of per-token PPO on eq. 17's advantages, a form the text

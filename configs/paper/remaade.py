@@ -7,7 +7,7 @@ benchmark named by the argument (NB201 cifar10 by default; the benchmarks of con
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv
     python -m scripts.experiments.paired_effects --workdir /tmp/paper_remaade --reference remaade
 
-The text's items (docs/fidelity.md, "ReMAADE and ReACTS"): the clipped objective as printed in eq. 11,
+The text's items (docs/research/fidelity.md, "ReMAADE and ReACTS"): the clipped objective as printed in eq. 11,
 ``A min(r, clip(r, 1 - eps, 1 + eps))`` (the library: Schulman's ``min(r A, clip(r) A)``); one update
 of theta per batch (Algorithm 1, line 8; eq. 14; the library: 4 PPO epochs); B = 30, alpha = 1e-2,
 d = 36, M = 1, S = 1, eps = 0.1 and Adam (Section VII; the library's defaults too); no entropy term

@@ -14,9 +14,9 @@ The paper's inner learning rate is not given (tuned by BOHB, its Appendix A): ``
 With one task per batch 1e-1 was chosen on cifar100 (``nb201_tnas.SGD_INNER_LR``); with the paper's
 (task, architecture) pairs meta-training at 1e-1 diverged on the cifar10 and ImageNet16 targets and, left
 out on cifar100, its loss rose from 0.37 (step 50) to 1.43 (step 300), where 1e-2 fell to 0.009
-(docs/fidelity.md).
+(docs/research/fidelity.md).
 Its phi reads raw data samples of 4,230 ImageNet subsets; here phi reads the target's observations and the
-sources are the two other NB201 tables (docs/reference/tnas.md, docs/fidelity.md).
+sources are the two other NB201 tables (docs/reference/tnas.md, docs/research/fidelity.md).
 """
 
 from configs import nb201_tnas

@@ -9,7 +9,7 @@ baseline, the PPO epochs, deduplication and the converged-policy fallback).
 
 Paper defaults: ``learning_rate = 1e-2``, ``d = 36``, ``num_blocks`` (M) ``= 1``,
 ``num_orders`` (S) ``= 1``, ``batch_size`` (B) ``= 30``, ``clip_eps = 0.1``. The
-library's update differs from the text's in two options (docs/fidelity.md):
+library's update differs from the text's in two options (docs/research/fidelity.md):
 ``ppo_epochs = 4`` (the text: one update per batch, ``ppo_epochs=1``) and
 Schulman's clipped objective (the text's eq. 11: ``ppo_objective="literal"``);
 ``configs/paper/remaade.py`` runs the text's version.

@@ -4,7 +4,7 @@ linear surrogate, MCTS with UCT) on a language space, every architecture trained
 ``get_config(task)``: ``diabetes_mlp`` (default; an MLP space on scikit-learn's diabetes
 regression) or ``digits_cnn`` (a CNN space on scikit-learn's 8x8 digits; each distinct network
 shape costs an XLA compile of its training program, so this one is slower). A small budget
-(nas.experiment.task_experiment; docs/language.md has the measured figures):
+(nas.experiment.task_experiment; docs/research/language.md has the measured figures):
 
     python -m scripts.language_search --config configs/language_search.py --workdir /tmp/lang_diab
     python -m scripts.language_search --config configs/language_search.py:digits_cnn --workdir /tmp/lang_digits

@@ -3,7 +3,7 @@
 Negrinho, Patil, Le, Ferreira, Gormley and Gordon (2019), "Towards modular and programmable
 architecture search". Search spaces are written as code: independent (``D``) and dependent
 hyperparameters, basic modules (flax layers, ``flax_modules``), substitution modules resolved
-lazily (``library``), ``connect``. See docs/language.md.
+lazily (``library``), ``connect``. See docs/reference/language.md.
 
 Modules: ``hyperparameters``, ``core`` (graphs, Algorithm 1 transitions, Algorithms 2 and 5
 traversals), ``library`` (substitution modules), ``flax_modules`` (basic modules), ``compile``

@@ -47,7 +47,7 @@ fingerprinted by them (``identity``), so a run resumes in a new process by const
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")`` (``nas.core.registry``), and import
-it in ``nas/searchers/__init__.py`` (see docs/extending.md).
+it in ``nas/searchers/__init__.py`` (see docs/tutorials/extending.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ budget of the config that runs it (150 queries; the multi-fidelity searchers: 10
 for ``warm_start``, a 4-string design (it has no default design); the multi-objective searchers take
 ``configs/multiobjective.py``'s options and record its metric (NB201: latency), and are skipped on the
 tables without metrics. ``--benchmarks`` takes several tables:
-``byo24`` is docs/extending.md's 24-row table of your own (``scripts.bench.small_tables``), to see whether a
+``byo24`` is docs/tutorials/extending.md's 24-row table of your own (``scripts.bench.small_tables``), to see whether a
 tiny table compiles as fast as a large one (with ``--max_queries=20``, below its size; multi-fidelity
 searchers are skipped on tables without fidelities). ``--xla_options`` compiles every chunk program with
 other XLA options (its init program then at level 0), to compare compile and run time and the digest.

@@ -1,9 +1,9 @@
-"""Compile cost of a small table of your own against a built-in table (docs/extending.md, "Bring your own").
+"""Compile cost of a small table of your own against a built-in table (docs/tutorials/extending.md, "Bring your own").
 
     python -m scripts.bench.bench_small_table [--searchers=random_search,regularized_evolution,local_search]
     python -m scripts.bench.bench_small_table --repo=../main   # the same measurement of another checkout
 
-The table is docs/extending.md's ``my/mlp`` with all of its 24 configurations (two commuting layer widths,
+The table is docs/tutorials/extending.md's ``my/mlp`` with all of its 24 configurations (two commuting layer widths,
 ``canonical=``: 36 strings, 24 networks; seeded made-up scores, since only the programs matter here), beside
 the same space without ``canonical=`` (a plain 36-string grid) and HPOLib naval (62,208 rows). Each
 (searcher, table) runs in a new process with an empty compilation cache at XLA's default level: 100 seeds

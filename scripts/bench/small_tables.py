@@ -1,4 +1,4 @@
-"""The small tables of the compile benches: docs/extending.md's ``my/mlp`` (24 rows) and its plain grid.
+"""The small tables of the compile benches: docs/tutorials/extending.md's ``my/mlp`` (24 rows) and its plain grid.
 
 ``byo24``: all 24 configurations of two commuting layer widths (``canonical=``: 36 strings, 24 networks),
 ``grid36``: the same space without ``canonical=`` (a plain 36-string grid); seeded made-up scores, since only

@@ -1,4 +1,4 @@
-"""NASBOT's compiled programs: how many, and what each costs to compile (docs/nasbot_alphax.md).
+"""NASBOT's compiled programs: how many, and what each costs to compile (docs/reference/nasbot_alphax.md).
 
     python -m scripts.bench.bench_nasbot_compile --seeds=20
     python -m scripts.bench.bench_nasbot_compile --seeds=500 --benchmark=hpolib/naval_propulsion

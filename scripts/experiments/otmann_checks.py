@@ -1,4 +1,4 @@
-"""Checks of NASBOT's OTMANN distance that are too slow for the tests (figures quoted in docs/nasbot_alphax.md):
+"""Checks of NASBOT's OTMANN distance that are too slow for the tests (docs/reference/nasbot_alphax.md):
 
     python -m scripts.experiments.otmann_checks --pairs=300
 

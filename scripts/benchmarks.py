@@ -97,7 +97,7 @@ def benchmark_kwargs(name: str, paths: dict[str, str]) -> dict:
 def unavailable(name: str, paths: dict[str, str]) -> str | None:
     """Why ``name`` is not loaded in this listing (None: load it)."""
     if name.startswith("mlp/"):
-        return "a training objective, not a table (spaces/benchmarks/mlp_training.py; docs/hpo.md)"
+        return "a training objective, not a table (spaces/benchmarks/mlp_training.py; docs/research/hpo.md)"
     if name == "nb101" and not paths.get("nb101_data"):
         return "needs --nb101_data (official nasbench_only108.tfrecord or its converted cache)"
     if name == "nb101/data1k" and not paths.get("nb101_data1k"):

@@ -351,7 +351,7 @@ def mlp_space(max_iter: bool = True) -> HPOSpace:
     """The 10 hyperparameters of the MLP regressor tuned in "Hyperparameter optimization with REINFORCE and
     Transformers", Section VIII (the paper names learning rate, L1 and L2 penalties, hidden layer size, number
     of iterations and activation; the rest follow scikit-learn's ``MLPRegressor``). Grids: see ``describe()``
-    and docs/hpo.md. ``max_iter=False`` leaves the number of iterations out (the 9 others, space
+    and docs/research/hpo.md. ``max_iter=False`` leaves the number of iterations out (the 9 others, space
     ``mlp_without_max_iter``): where iterations are the fidelity, the searcher chooses them as budgets."""
     space = HPOSpace(
         "mlp",

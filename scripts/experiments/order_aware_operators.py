@@ -1,6 +1,6 @@
 """Does order-aware mutation help on a continuous hyperparameter space? Real MLP training, paired seeds.
 
-The MLP objective of docs/hpo.md (``mlp/diabetes``: scikit-learn's bundled data, no download; or
+The MLP objective of docs/research/hpo.md (``mlp/diabetes``: scikit-learn's bundled data, no download; or
 ``--dataset=boston|naval``, the UCI folders) on a space with continuous ranges carried as grids
 (``spaces.params``' default resolution, or ``--num`` points): learning rate (log, 1e-5 .. 1), L2
 penalty alpha (log, 1e-7 .. 1e-1), SGD momentum (0 .. 0.99) and Adam's beta_1 (0.5 .. 0.999), plus
@@ -33,7 +33,7 @@ _SEEDS = flags.DEFINE_integer("seeds", 20, "Seeds per searcher and operator set 
 _QUERIES = flags.DEFINE_integer("queries", 100, "Queries per run.")
 _NUM = flags.DEFINE_integer("num", 0, "Grid points of each continuous range (0: the library's default resolution).")
 _SEARCHERS = flags.DEFINE_list("searchers", ["regularized_evolution", "local_search"], "Searchers to compare.")
-_DATASET = flags.DEFINE_enum("dataset", "diabetes", ["diabetes", "boston", "naval"], "mlp/<dataset> (docs/hpo.md).")
+_DATASET = flags.DEFINE_enum("dataset", "diabetes", ["diabetes", "boston", "naval"], "The objective mlp/<dataset>.")
 _SPLIT = flags.DEFINE_integer("split", 0, "Data split.")
 _SENSITIVITY = flags.DEFINE_integer("sensitivity_seeds", 16, "Training seeds of the learning-rate sweep (0: skip it).")
 

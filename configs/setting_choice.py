@@ -1,5 +1,5 @@
 """Choosing searcher settings on benchmarks that the reported tables do not use, with trial keys that the
-reported runs do not use (docs/checklist.md, "How hyperparameters were tuned"). The argument is
+reported runs do not use (docs/research/checklist.md, "How settings were chosen"). The argument is
 ``<method>,<benchmark>``; each candidate setting is a searcher of the config, all on the same trial keys
 (paired), root seed 1 (the reported runs use seed 0):
 

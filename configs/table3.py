@@ -40,7 +40,7 @@ fidelity, so there BOHB's brackets run full trainings only.
 ReMAADE and ReACTS take the paper's settings (Section VII: B = 30, alpha = 1e-2, d = 36, M = 1, S = 1,
 eps = 0.1, the library's 4-epoch PPO); NASBOT and AlphaX their own papers' (``nas/searchers/nasbot.py``,
 ``alphax.py``), AlphaX's exploration constant chosen on benchmarks this table does not report
-(docs/checklist.md); BANANAS the released code's defaults (``configs/paper/bananas.py``), TPE and BOHB
+(docs/research/checklist.md); BANANAS the released code's defaults (``configs/paper/bananas.py``), TPE and BOHB
 their libraries' defaults.
 """
 
@@ -57,7 +57,7 @@ BENCHMARKS = ("nb201/cifar10", "nb201/cifar100", "nb201/imagenet16", "hpolib/nav
 REMAADE = {"name": "remaade", "batch_size": 30, "learning_rate": 1e-2, "d": 36, "num_blocks": 1, "num_orders": 1}
 REACTS = {**REMAADE, "name": "reacts"}
 NASBOT = {"name": "nasbot"}  # t0 = k = 10, EI maximized by its evolutionary algorithm (the paper's)
-ALPHAX = {"name": "alphax", "exploration": 0.1}  # c of eq. 1 (docs/checklist.md: how it was chosen)
+ALPHAX = {"name": "alphax", "exploration": 0.1}  # c of eq. 1 (docs/research/checklist.md: how it was chosen)
 SEARCHERS = {
     **default.BASELINES,
     "remaade": REMAADE,

@@ -3,8 +3,9 @@ ordering ensembles of S = 1, 2, 4, 6, 8, 16, 256 autoregressive orders (eq. 22),
 with the paper's hyperparameters (``remaade_s<S>``: B, alpha, d, M and S of Section VII, no entropy
 term, the library's 4-epoch PPO), with the entropy bonus and learning rate chosen for long budgets
 (``remaade_long_s<S>``: ``configs/remaade_long.py``'s LONG_BUDGET, chosen on HPOLib naval, where this table is
-reported; ``remaade_protein_s<S>``: CHOSEN_ON_PROTEIN, the same study's choice on HPOLib protein; run them on
-fresh trial keys, ``--config.seed=2``; docs/remaade_long.md), and as the
+reported; ``remaade_protein_s<S>``: CHOSEN_ON_PROTEIN, the same study's choice on HPOLib protein,
+the one that leaves this table's benchmark out; run them on
+fresh trial keys, ``--config.seed=2``; docs/research/remaade_long.md), and as the
 text updates the policy (``remaade_text_s<S>``: one gradient step per batch, eq. 11 as printed, i.e.
 REINFORCE; ``configs/paper/remaade.py``'s TEXT), beside regularized evolution and random search.
 

@@ -36,7 +36,7 @@ the paper normalizes nothing else, and Adam makes the step size independent of
 the reward scale. The optional entropy bonus (ref. [49]; the paper: "if we have
 a large exploration budget") adds ``entropy_coef * mean_k sum_i H(P(. |
 a^k_<i))``, per-step entropies along the sampled strings (default 0, as in the
-paper's experiments; docs/remaade_long.md measures it over 3,200 queries).
+paper's experiments; docs/research/remaade_long.md measures it over 3,200 queries).
 
 Never re-querying a string (and what happens once the policy has converged):
 ``ask`` draws candidates from the policy (each picks an order from ``Z_S``

@@ -84,7 +84,7 @@ def test_study_with_a_table_objective_reproduces_the_compiled_runner(name, optio
     table = np.asarray(bench.mean_valid())
     radix = 5 ** np.arange(5, -1, -1)
     study = Study(bench.space, searcher=name, direction="maximize", seed=3, max_queries=40, **options)
-    study.optimize(lambda arch: float(table[int(bench.space.from_spec(arch) @ radix)]))
+    study.optimize(lambda trial: float(table[int(bench.space.from_spec(trial.params) @ radix)]))
     s = make_searcher(name, bench.space, max_queries=40, **options)
     hist = jax.jit(make_search(s))(jax.random.PRNGKey(3), bench)
     np.testing.assert_array_equal(np.stack([t.tokens for t in study.trials]), np.asarray(hist.tokens))

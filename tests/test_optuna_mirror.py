@@ -30,7 +30,7 @@ def objective(trial):
     p = trial.params
     for epoch in (1, 3, 9):
         value = 100 * (p["lr"] - 0.01) ** 2 + 1 / p["width"] + 0.1 * (p["act"] == "tanh") + 1 / epoch
-        trial.report(epoch, value)
+        trial.report(value, epoch)
         if trial.should_prune():
             raise TrialPruned()
     return None if p["width"] == 8 else value
@@ -106,7 +106,7 @@ from tests.test_optuna_mirror import OptunaMirror, objective, pruned_study
 
 def killed_in_trial_3(trial):
     if trial.number == 3:
-        trial.report(1, 0.5)
+        trial.report(0.5, 1)
         os.kill(os.getpid(), signal.SIGKILL)  # mid-training, as kill -9
     return objective(trial)
 
@@ -179,7 +179,7 @@ def test_promotions_are_trials_with_their_parent_and_budget_in_optunas_journal(t
     def objective(trial):
         budgets[trial.number] = trial.budget
         for epoch in range(int(budgets.get(trial.parent, 0)) + 1, int(trial.budget) + 1):
-            trial.report(epoch, trial.params["lr"] * 100 + 1 / epoch)
+            trial.report(trial.params["lr"] * 100 + 1 / epoch, epoch)
         return trial.params["lr"] * 100 + 1 / trial.budget
 
     study = Study({"lr": Float(1e-4, 1e-1, log=True), "act": ["relu", "tanh"]}, "asha", direction="minimize",

@@ -69,7 +69,7 @@ def test_an_infinite_step_does_not_record_the_value_at_every_rung():
     study = Study(SMALL, searcher="random_search", seed=0, max_queries=4, pruner="asha", fidelities=[1, 2, 4])
     t = study.ask()
     with pytest.raises(ValueError):
-        t.report(math.inf, 0.5)
+        t.report(0.5, step=math.inf)
     assert not bool(study.pruner.rungs.has.any())
 
 

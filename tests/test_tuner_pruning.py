@@ -78,7 +78,7 @@ def test_a_study_prunes_trainings_where_they_run():
     def objective(trial):
         final = 1.0 - trial.params["x"] / 10 + 0.01 * trial.params["y"]
         for step in range(1, 28):
-            trial.report(step, final * (1 - 0.5**step))
+            trial.report(final * (1 - 0.5**step), step)
             if trial.should_prune():
                 if trial.number % 2:
                     raise TrialPruned()

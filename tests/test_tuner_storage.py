@@ -72,7 +72,7 @@ def test_sqlite_keeps_a_pruned_single_fidelity_study_and_the_dataframe(tmp_path)
 
     def objective(trial):
         for step in (1, 2, 4, 8):
-            trial.report(step, step * trial.params["lr"] * trial.params["depth"])
+            trial.report(step * trial.params["lr"] * trial.params["depth"], step)
             if trial.should_prune():
                 return None  # after a prune decision: pruned
         return trial.params["lr"] * trial.params["depth"]

@@ -51,7 +51,7 @@ def test_threads_tell_and_report_by_number_while_the_study_runs():
     study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=6, fidelities=BUDGETS, continues=False)
 
     def training(trial):  # runs in the workers' threads; reports and tells go through the study's lock
-        trial.report(trial.budget / 2, 0.5)
+        trial.report(0.5, step=trial.budget / 2)
         return float(sum(trial.tokens)) + trial.budget / 10
 
     study.optimize(training, n_workers=3, backend="thread")

@@ -18,7 +18,7 @@ def pruned_training(trial):
         os._exit(7)
     final = trial.params["lr"] * 10 + trial.params["depth"]
     for step in (1, 2, 4, 8):
-        trial.report(step, final * step / 8)
+        trial.report(final * step / 8, step)
         if trial.should_prune():
             raise TrialPruned()
     return final
@@ -30,6 +30,6 @@ def mf_training(trial):
     if trial.number == 2 and not os.path.exists(os.path.join(trial.checkpoint_dir, "tried")):
         open(os.path.join(trial.checkpoint_dir, "tried"), "w").close()
         os._exit(3)
-    trial.report(trial.budget, 0.0)
+    trial.report(0.0, step=trial.budget)
     a, b, c = (int(x) for x in trial.tokens)
     return (7 * a + 3 * b + c) % 11 + trial.budget / 10

@@ -88,7 +88,7 @@ class StudyBridge:
                 searcher=self.searcher,
                 direction=direction,
                 seed=self.seed,
-                max_queries=self.max_queries if max_queries is None else max_queries,
+                max_trials=self.max_queries if max_queries is None else max_queries,
                 **self.options,
             )
 

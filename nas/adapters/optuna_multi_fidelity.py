@@ -76,7 +76,7 @@ except ImportError as e:  # optional dependency
 
 from nas.adapters.optuna_sampler import _declaration, _distribution, _draw
 from nas.host.job_driver import check_multi_fidelity
-from nas.host.study import Study
+from nas.host.study import Study, study_arguments
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, checkpoint_key
 from spaces.params import Categorical, Float, Int
 
@@ -111,7 +111,7 @@ class MultiFidelitySampler(BaseSampler):
                           fidelities=tuple(fidelities), workers=int(workers), continues=bool(continues),
                           **searcher_options)  # fmt: skip
         check_multi_fidelity(searcher)
-        Study(direction="minimize", **self._args)  # names, options and the space checked now, not in a trial
+        Study(direction="minimize", **study_arguments(self._args))  # names, options, space checked now, not in a trial
         self.directory = None if directory is None else os.fspath(directory)
         self._study: Study | None = None
         self._cond = threading.Condition(threading.RLock())
@@ -172,7 +172,7 @@ class MultiFidelitySampler(BaseSampler):
         if self._study_name is None:
             self._study_name = study.study_name
             direction = "maximize" if study.direction == StudyDirection.MAXIMIZE else "minimize"
-            self._study = Study(direction=direction, **self._args)
+            self._study = Study(direction=direction, **study_arguments(self._args))
         elif study.study_name != self._study_name:
             raise RuntimeError(f"this MultiFidelitySampler drives study {self._study_name!r}; create a new sampler "
                                f"for {study.study_name!r} (the searcher's state belongs to one study)")  # fmt: skip

@@ -69,7 +69,7 @@ except ImportError as e:  # optional dependency
 
 from nas.adapters.ray_tune import _GRID, declared_params
 from nas.host.job_driver import check_multi_fidelity
-from nas.host.study import Study
+from nas.host.study import Study, study_arguments
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial
 from spaces.base import Space
 from spaces.data_files import read_pickle
@@ -106,7 +106,7 @@ class MultiFidelitySearch(Searcher):
         self._args = dict(searcher=searcher, seed=int(seed), max_queries=max_queries, fidelities=tuple(fidelities),
                           workers=int(workers), continues=bool(continues), **searcher_options)  # fmt: skip
         check_multi_fidelity(searcher)
-        Study({"x": [0, 1]}, **self._args)  # the searcher's name and options checked now
+        Study({"x": [0, 1]}, **study_arguments(self._args))  # the searcher's name and options checked now
         self.time_attr = time_attr
         self.study: Study | None = None
         self.lock = threading.RLock()
@@ -132,7 +132,8 @@ class MultiFidelitySearch(Searcher):
         self.__dict__.update(state)
         self.lock, self.study = threading.RLock(), None
         if started:
-            self.study = Study(self._space, direction="minimize" if self._mode == "min" else "maximize", **self._args)
+            self.study = Study(self._space, direction="minimize" if self._mode == "min" else "maximize",
+                               **study_arguments(self._args))
             for event in self.log:
                 if event[0] == "ask":
                     try:
@@ -180,7 +181,8 @@ class MultiFidelitySearch(Searcher):
         if not self.scheduler.attached:
             raise ValueError("MultiFidelitySearch decides stops and promotions through its scheduler: give "
                              "tune.TuneConfig(search_alg=search, scheduler=search.scheduler)")  # fmt: skip
-        self.study = Study(self._space, direction="minimize" if self._mode == "min" else "maximize", **self._args)
+        self.study = Study(self._space, direction="minimize" if self._mode == "min" else "maximize",
+                           **study_arguments(self._args))
 
     def fill(self) -> None:
         """Asks the study while fewer than ``workers`` evaluations are out: new configurations wait for ``suggest``,

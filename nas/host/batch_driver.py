@@ -44,7 +44,8 @@ class BatchDriver:
         else:
             options = searcher.options
         # the budget against the space's configurations before the searcher is built (nas.engine.budget)
-        self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=study.budget_seed)
+        self._budget = Budget(max_queries=options.max_queries, batch_size=options.batch_size, seed=study.budget_seed,
+                              names={"max_queries": study.budget_name} if self.instance is None else {})
         check_budget(self._budget, study.space)
         self.name = searcher if self.instance is None else type(searcher).__name__
         self.kwargs, self.pruned = dict(searcher_kwargs), pruned

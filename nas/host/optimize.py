@@ -87,6 +87,8 @@ def run_optimize(study, fn, n_trials: int | None, workers, catch: tuple, retries
                     event.reply(study.report(event.number, event.step, event.value))
                     continue
                 trial = running.pop(event.number)
+                if event.user_attrs:  # kept with the result (from another process: a copy comes back)
+                    trial.user_attrs.update(event.user_attrs)
                 if event.kind == "crash":
                     attempts[trial.number] += 1
                     late = deadline is not None and time.monotonic() >= deadline

@@ -5,12 +5,13 @@ searchers as the compiled runner run one step at a time from Python::
 
     from nas.host.study import create_study
 
-    def objective(p):                       # any callable returning a number
-        return (p["lr"] - 0.01) ** 2 + 0.1 * p["layers"]
+    def objective(trial):                   # any callable of the trial, returning a number
+        lr = trial.suggest_categorical("lr", [0.001, 0.003, 0.01, 0.03])
+        return (lr - 0.01) ** 2 + 0.1 * trial.params["layers"]
 
     study = create_study({"lr": [0.001, 0.003, 0.01, 0.03], "layers": [1, 2, 3, 4]},
                          searcher="regularized_evolution", direction="minimize", seed=0,
-                         max_queries=12, population_size=6, tournament_size=3)
+                         max_trials=12, population_size=6, tournament_size=3)
     study.optimize(objective, n_trials=12)
     study.best_params, study.best_value
 
@@ -38,10 +39,18 @@ multi-objective searcher (``nsga2``) keeps ``trial.values`` and ``best_trials``,
 
 ``optimize(fn, n_trials, n_workers=W, backend=..., executor=...)`` runs the trials on workers
 (``nas.host.workers``: inline, threads, an executor's threads, processes, Ray) through one loop
-(``nas.host.optimize``); the objective gets the trial's params, or the trial itself where it reports or
-trains to a budget (a pruner, a multi-fidelity searcher). A trial handed out and never told (its
-evaluation crashed) is evaluated again by the next ``optimize``; ``study.pending()`` lists such trials.
+(``nas.host.optimize``); the objective always gets the trial (``nas.host.trials``: ``trial.params``,
+``trial.suggest_*``, ``trial.budget``, ``trial.report(value, step)``, ``trial.should_prune()``). A trial
+handed out and never told (its evaluation crashed) is evaluated again by the next ``optimize``;
+``study.pending()`` lists such trials.
 ``storage=`` keeps a journal that ``load_study`` resumes (``nas.host.study_base``).
+
+**The budget** is one named argument: ``max_trials=`` for a single-fidelity searcher (the trials it plans
+for), ``max_resource=`` for a multi-fidelity one (compute in the fidelities' unit, a whole number of full
+trainings: ``max_resource=20 * 27`` with ``fidelities=[1, 3, 9, 27]``); default 100 trials or full
+trainings. ``optimize(n_trials=)`` is how many trials one call runs. nasjax 0.2's ``max_queries=`` (trials,
+or full trainings) works for a release with a ``DeprecationWarning``; a study file keeps the budget as the
+searcher's ``max_queries`` and loads as it was written.
 
 Speed: the first ``ask`` and ``tell`` compile the searcher's programs (XLA, on a CPU a few seconds for
 evolution, a minute or more for a GP or a policy searcher), shared by every Study in the process with the
@@ -81,19 +90,22 @@ class Study(StudyBase):
     ``space``: a ``Space`` or a dict (``{name: [values] | Float | Int}``, ``nas.host.study_space``);
     ``searcher``: a registered name (``available_searchers()``), or a searcher object built on ``space`` (with
     its options: a searcher of your own); ``seed``: an integer, or a JAX PRNG key (the compiled runner's, to
-    replay a run); ``max_queries``: the budget (trials, or for a multi-fidelity searcher full evaluations);
+    replay a run); ``max_trials`` or ``max_resource``: the budget (the module docstring; ``max_queries``: nasjax
+    0.2's, deprecated);
     ``fidelities``: the budgets a pruner's rungs or a multi-fidelity searcher train to; ``workers``,
     ``continues``: a multi-fidelity searcher's (trainings at once; whether a promotion resumes its parent's
     checkpoint); other keywords are the searcher's options."""
 
     def __init__(
         self,
-        space: Space | dict[str, Any],
+        space: Space | dict[str, Any] | None = None,
         searcher: str = "regularized_evolution",
         direction: str | None = None,
         seed: int = 0,
-        max_queries: int = 100,
+        max_queries: int | None = None,
         *,
+        max_trials: int | None = None,
+        max_resource: float | None = None,
         directions=None,
         fidelities=None,
         pruner=None,
@@ -105,11 +117,15 @@ class Study(StudyBase):
         **searcher_kwargs,
     ):
         searcher_kwargs = dict(searcher_kwargs)
-        fidelities, workers = _check_arguments(searcher, max_queries, fidelities, workers, continues)
+        if space is None:
+            raise TypeError(NO_SPACE)
+        fidelities, workers = _check_arguments(searcher, fidelities, workers, continues)
         if not isinstance(searcher, str) and (searcher_kwargs or fidelities is not None or workers is not None):
             raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
                              "Study none (or give the searcher's registered name and its options)")  # fmt: skip
         jobs = is_multi_fidelity(searcher)
+        self.budget_name = "max_queries" if max_queries is not None else "max_resource" if jobs else "max_trials"
+        max_queries = study_budget(searcher, jobs, fidelities, max_queries, max_trials, max_resource)
         if jobs and (directions is not None or obj.is_multi_objective(searcher)):
             raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
                              f"multi-objective searchers {obj.multi_objective_searchers()}, MO-ASHA runs in "
@@ -117,7 +133,8 @@ class Study(StudyBase):
         self.directions = obj.resolve_directions(direction, directions, searcher, searcher_kwargs)
         self.num_objectives = len(self.directions)
         self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
-        self._space_arg, self.space = space, make_space(space)
+        self._space_arg, self.space = space, make_space(space, searcher=searcher)  # fine grids for tpe
+        self._declared = dict(space) if isinstance(space, dict) else None  # what trial.suggest_* checks against
         self.seed, self.key = _seed_and_key(seed)
         self.max_queries, self.trials = int(max_queries), []
         if not isinstance(searcher, str):  # a searcher object: its budget is its own
@@ -180,16 +197,26 @@ class Study(StudyBase):
     @property
     def spent(self) -> float:
         """Resource dispatched so far: fidelity units for a multi-fidelity searcher (its budget is
-        ``max_queries * fidelities[-1]``), else trials asked (the budget is ``max_queries``)."""
+        ``max_resource``), else trials asked (the budget is ``max_trials``)."""
         if isinstance(self._driver, JobDriver):
             return float(self._driver.schedule.spent)
         return float(len(self.trials))
 
     @property
+    def max_trials(self) -> int | None:
+        """A single-fidelity searcher's budget: the trials it plans for (None for a multi-fidelity one)."""
+        return None if isinstance(self._driver, JobDriver) else self.max_queries
+
+    @property
+    def max_resource(self) -> float | None:
+        """A multi-fidelity searcher's budget: compute in the fidelities' unit, ``max_queries * fidelities[-1]``
+        (None for a single-fidelity one)."""
+        return self.max_queries * self._driver.fidelities[-1] if isinstance(self._driver, JobDriver) else None
+
+    @property
     def passes_trial(self) -> bool:
-        """Whether ``optimize`` hands the objective the trial (it reports to a pruner, or trains to a budget)
-        rather than a copy of its params."""
-        return isinstance(self._driver, JobDriver) or self.pruner is not None
+        """True: ``optimize`` hands the objective the trial (its params, budget, reports and suggest calls)."""
+        return True
 
     # -- ask -----------------------------------------------------------------------------------------
     def ask(self, n: int | None = None) -> Trial | list[Trial]:
@@ -259,8 +286,8 @@ class Study(StudyBase):
         ``timeout`` seconds passed (Optuna's: no trial starts after it, the running ones finish); pending trials
         run first.
 
-        ``fn`` gets a copy of the trial's params, or the trial itself with a pruner or a multi-fidelity
-        searcher (``trial.budget``, ``trial.report``, ``trial.should_prune``, ``TrialPruned``). Workers
+        ``fn`` gets the trial (``trial.params``, ``trial.suggest_*``, ``trial.budget``, ``trial.report``,
+        ``trial.should_prune``, ``TrialPruned``). Workers
         (``nas.host.workers``): ``n_workers`` at once (default 1), ``backend`` None (in this thread for one
         worker, processes for more), ``"thread"``, ``"process"``, ``"ray"`` or a workers object;
         ``executor`` (a ``concurrent.futures`` executor) runs them as threads over it (``n_workers``: its
@@ -293,7 +320,7 @@ class Study(StudyBase):
         if left is not None:
             if n_trials is not None and n_trials > left:
                 raise ValueError(f"n_trials={n_trials} exceeds the remaining budget ({left} of "
-                                 f"max_queries={self.max_queries})")  # fmt: skip
+                                 f"max_trials={self.max_queries})")  # fmt: skip
             n_trials = left if n_trials is None else n_trials
         run_optimize(self, fn, n_trials, workers, a["catch"], a["retries"], timeout=a["timeout"],
                      progress=make_progress(self, show_progress))  # fmt: skip
@@ -331,13 +358,11 @@ def _seed_and_key(seed) -> tuple[int | None, jax.Array]:
     raise TypeError(f"seed must be an integer or a JAX PRNG key (jax.random.PRNGKey(n)), got {seed!r:.60}")
 
 
-def _check_arguments(searcher, max_queries, fidelities, workers, continues):
+def _check_arguments(searcher, fidelities, workers, continues):
     """One line naming a Study argument of the wrong kind, before anything is built; ``(fidelities, workers)``."""
     if not isinstance(searcher, str) and not (hasattr(searcher, "options") and hasattr(searcher, "space")):
         raise TypeError(f"searcher must be a registered name (nas.available_searchers()) or a searcher object built "
                         f"on the space (nas.make_searcher(...)), got {searcher!r:.60}")  # fmt: skip
-    if isinstance(max_queries, bool) or not isinstance(max_queries, (int, np.integer)) or max_queries < 1:
-        raise ValueError(f"max_queries must be a positive integer (the budget), got {max_queries!r}")
     if fidelities is not None:
         if isinstance(fidelities, (str, bytes)) or not hasattr(fidelities, "__len__"):
             raise TypeError(f"fidelities must be a list of budgets (epochs, iterations), e.g. [1, 3, 9, 27], got "
@@ -358,9 +383,81 @@ def _check_arguments(searcher, max_queries, fidelities, workers, continues):
     return fidelities, None if workers is None else int(workers)
 
 
-def create_study(space: Space | dict[str, Any], searcher: str = "regularized_evolution", **kwargs) -> Study:
+NO_SPACE = ("create_study needs the search space: nasjax's searchers are compiled for a space declared when the "
+            "study is created (define-and-run), e.g. nas.create_study({'lr': nas.Float(1e-4, 1, log=True), "
+            "'layers': nas.Int(1, 4)}, searcher='random_search'); the objective then reads "
+            "trial.suggest_float('lr', 1e-4, 1, log=True) or trial.params['lr']")  # fmt: skip
+
+DEFAULT_QUERIES = 100  # the budget when none is given: 100 trials, or 100 full trainings' worth of compute
+
+
+def _positive_whole(name: str, x) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise ValueError(f"{name} must be a positive integer, got {x!r}")
+    return int(x)
+
+
+def study_budget(searcher, jobs: bool, fidelities, max_queries, max_trials, max_resource) -> int:
+    """The searcher's budget (its options' ``max_queries``) from the Study's budget argument: ``max_trials``
+    (a single-fidelity searcher: how many trials) or ``max_resource`` (a multi-fidelity searcher: compute in
+    the fidelities' unit, a whole number of full trainings ``fidelities[-1]``); nasjax 0.2's ``max_queries``
+    (trials, or full trainings) works with a ``DeprecationWarning``. Each mistake is one line."""
+    given = [n for n, v in (("max_queries", max_queries), ("max_trials", max_trials), ("max_resource", max_resource))
+             if v is not None]  # fmt: skip
+    if len(given) > 1:
+        raise ValueError(f"give the study one budget, not {' and '.join(given)}: max_trials= for a single-fidelity "
+                         "searcher, max_resource= for a multi-fidelity one")  # fmt: skip
+    if max_queries is not None:
+        q = _positive_whole("max_queries", max_queries)
+        new = f"max_resource={q} * fidelities[-1] (compute, in the fidelities' unit)" if jobs else f"max_trials={q}"
+        warnings.warn(f"max_queries= is deprecated (it meant trials, or full trainings for a multi-fidelity searcher): "
+                      f"give {new}", DeprecationWarning, stacklevel=4)  # fmt: skip
+        return q
+    if jobs and max_trials is not None:
+        raise ValueError(f"{searcher!r} is multi-fidelity: its budget is compute, max_resource= in the fidelities' "
+                         "unit (max_resource=20 * fidelities[-1]: twenty full trainings' worth); max_trials= is a "
+                         "single-fidelity searcher's; optimize(n_trials=...) counts one call's trials")  # fmt: skip
+    if not jobs and max_resource is not None:
+        raise ValueError(f"max_resource= is a multi-fidelity searcher's compute budget; {searcher!r} evaluates each "
+                         "trial once: give max_trials=... (how many trials the searcher plans for)")  # fmt: skip
+    if max_trials is not None:
+        return _positive_whole("max_trials", max_trials)
+    if max_resource is None or not fidelities:
+        return DEFAULT_QUERIES  # a multi-fidelity searcher without fidelities is refused by its driver
+    ok = isinstance(max_resource, (int, float, np.integer, np.floating)) and not isinstance(max_resource, bool)
+    top = fidelities[-1]
+    full = float(max_resource) / float(top) if ok and np.isfinite(max_resource) and max_resource > 0 else 0.0
+    if round(full) < 1 or abs(full - round(full)) > 1e-9 * max(1.0, full):
+        some = ", ".join(f"{k * top:g}" for k in (1, 10, 20))
+        raise ValueError(f"max_resource must be a whole number of full trainings (fidelities[-1]={top:g} each, e.g. "
+                         f"{some}), got {max_resource!r}")  # fmt: skip
+    return int(round(full))
+
+
+def study_arguments(arguments: dict) -> dict:
+    """``arguments`` for ``Study(**...)`` with nasjax 0.2's ``max_queries`` (trials, or full trainings) as the
+    budget argument of today for its ``searcher``: ``max_trials``, or ``max_resource`` (``max_queries *
+    fidelities[-1]``); for code that keeps a searcher's budget as ``max_queries`` (the adapters' samplers)."""
+    out = dict(arguments)
+    if out.get("max_queries") is None:
+        out.pop("max_queries", None)
+        return out
+    q, fidelities = out.pop("max_queries"), out.get("fidelities")
+    searcher = out.get("searcher", "regularized_evolution")
+    if isinstance(searcher, str) and is_multi_fidelity(searcher) and fidelities:
+        out["max_resource"] = q * list(fidelities)[-1]
+    elif isinstance(searcher, str) and not is_multi_fidelity(searcher):
+        out["max_trials"] = q
+    return out  # a searcher object's budget is its own; a multi-fidelity one without fidelities is refused
+
+
+def create_study(space: Space | dict[str, Any] | None = None, searcher: str = "regularized_evolution",
+                 **kwargs) -> Study:  # fmt: skip
     """A new ``Study`` (Optuna's name): ``create_study(space, searcher=..., direction=..., seed=...,
-    max_queries=..., storage=..., **searcher_options)``; the arguments are ``Study``'s."""
+    max_trials=... | max_resource=..., storage=..., **searcher_options)``; the arguments are ``Study``'s.
+    The space is required (define-and-run): without one, one line says how to declare it."""
+    if space is None:
+        raise TypeError(NO_SPACE)
     return Study(space, searcher, **kwargs)
 
 

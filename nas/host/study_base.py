@@ -170,6 +170,7 @@ class StudyBase:
         if kind not in ("single", "multi_fidelity"):
             raise st.StorageError(f"{where}: the study it holds does not rebuild (its kind {kind!r} is not "
                                   "'single' or 'multi_fidelity')")  # fmt: skip
+        _budget_setting(settings, kind)
         try:
             study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
         except (KeyError, TypeError, ValueError) as e:  # settings that do not rebuild a study: one line, the file
@@ -230,6 +231,7 @@ class StudyBase:
             cost = r.get("cost")  # as written (a file of nasjax before 0.3 may keep a NaN or negative one)
             if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
                 raise st.StorageError(f"{where}: trial {number} told with the cost {cost!r}, not a number")
+            trial.user_attrs.update(r.get("user_attrs") or {})
             self._finish(trial, value, r["state"], cost)
             trial.datetime_complete = _time(r.get("complete"))
         else:
@@ -249,7 +251,7 @@ class StudyBase:
         """Trial ``len(trials)``, written to storage before the study holds it (write-ahead)."""
         number = len(self.trials)
         trial = Trial(number=number, tokens=tokens, params=self.space.to_spec(tokens), datetime_start=now(),
-                      _study=self, **fields)  # fmt: skip
+                      declared=getattr(self, "_declared", None), _study=self, **fields)  # fmt: skip
         record = {"event": "ask", "number": number, "tokens": trial.tokens.tolist(),
                   "start": _iso(trial.datetime_start)}  # fmt: skip
         for k in ("fidelity", "parent"):
@@ -318,6 +320,8 @@ class StudyBase:
                   "complete": _iso(complete)}  # fmt: skip
         if self.num_objectives > 1:
             record["values"] = values
+        if trial.user_attrs and self._storage is not None:
+            record["user_attrs"] = _json_attrs(trial)
         self._journal(record)
 
     # -- results -------------------------------------------------------------------------------------
@@ -350,6 +354,32 @@ class StudyBase:
             row.update({f"params_{k}" if k else "params": v for k, v in params.items()})
             rows.append(row)
         return pd.DataFrame(rows)
+
+
+def _budget_setting(settings: dict, kind: str) -> None:
+    """A study file keeps the searcher's budget as ``max_queries`` (trials, or full trainings): the Study's
+    argument for it, ``max_trials`` or ``max_resource`` (no deprecation: the file is data, not a call)."""
+    if "max_queries" not in settings:
+        return
+    q = settings.pop("max_queries")
+    fidelities = settings.get("fidelities")
+    if kind == "multi_fidelity" and fidelities and isinstance(q, int):
+        settings["max_resource"] = q * fidelities[-1]
+    else:
+        settings["max_trials"] = q
+
+
+def _json_attrs(trial: Trial) -> dict:
+    """``trial.user_attrs`` as the journal keeps them: JSON data, else one line naming the attribute."""
+    import json
+
+    for key, value in trial.user_attrs.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise TypeError(f"trial {trial.number}: user attribute {key!r} is {value!r:.60}, which a study file "
+                            "cannot keep: set JSON data (a number, a string, a list or dict of them)") from None
+    return dict(trial.user_attrs)
 
 
 def _iso(t) -> str | None:

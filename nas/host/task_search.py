@@ -37,7 +37,7 @@ from nas.core.multi_fidelity import MultiFidelitySearcher
 from nas.engine.incumbent import incumbent_indices
 from nas.engine.multi_fidelity_runner import MFHistory, empty_mf_history
 from nas.host.mf_schedule import charge
-from nas.host.study import Study
+from nas.host.study import Study, study_arguments
 from nas.host.trials import BudgetSpent
 
 
@@ -55,7 +55,8 @@ def run_task_search(
     ``train_seed`` (default ``seed``) seeds every evaluation of the run. Returns numpy arrays over queries:
     ``tokens`` int32[Q, N], ``valid``, ``test``, ``cost`` (f32[Q]), every other key ``evaluate`` returns, and
     ``wall_s`` (seconds at each query's batch end)."""
-    study = Study(space, searcher=searcher, direction="maximize", seed=seed, max_queries=max_queries, **options)
+    study = Study(space, direction="maximize", seed=seed,
+                  **study_arguments(dict(searcher=searcher, max_queries=max_queries, **options)))
     train_seed = seed if train_seed is None else int(train_seed)
     rows: dict[str, list] = {"tokens": [], "wall_s": []}
     start = time.perf_counter()

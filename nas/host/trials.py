@@ -1,21 +1,42 @@
 """Trials of a host ``Study``: what an objective is handed, and how a told value is read.
 
-A ``Trial`` carries its configuration (``params``, and the searcher's ``tokens``), and in a multi-fidelity
-study its budget (``fidelity``: the index into the study's fidelities, ``budget``: its value) and, for a
-promotion, the trial whose training it continues (``parent``: that trial's number). Checkpoints: every
-trial has a key (``checkpoint_key``, ``"trial_00007"``) and, when the study has a directory, its own
-folder ``checkpoint_dir`` (created when the trial is asked); a promotion names its parent's
-(``parent_checkpoint_dir`` / ``parent_checkpoint_key``): load from there, save into your own, never
-into the parent's, so a promotion that crashed can start again from an intact parent.
+The objective always gets the trial, as in Optuna. A ``Trial`` carries its configuration (``params``: the
+dict the searcher chose, and its ``tokens``), its ``number``, and in a multi-fidelity study its budget
+(``fidelity``: the index into the study's fidelities, ``budget``: its value) and, for a promotion, the
+trial whose training it continues (``parent``: that trial's number). Checkpoints: every trial has a key
+(``checkpoint_key``, ``"trial_00007"``) and, when the study has a directory, its own folder
+``checkpoint_dir`` (created when the trial is asked); a promotion names its parent's
+(``parent_checkpoint_dir`` / ``parent_checkpoint_key``): load from there, save into your own, never into
+the parent's, so a promotion that crashed can start again from an intact parent.
 
-``trial.report(step, value)`` records an intermediate value (``step`` in the fidelity's unit: epochs,
-iterations) and ``trial.should_prune()`` says whether the study's pruner stopped the trial (Optuna's
-names; note the order: ``step`` first, as in Ray Tune and TensorBoard; keywords work:
-``trial.report(step=3, value=0.41)``). Both go to the study that handed the trial out, also from a
-worker process (``nas.host.workers.process_workers``).
+**Optuna's suggest calls** read the searcher's choice: ``trial.suggest_float("lr", 1e-4, 1, log=True)``
+returns ``trial.params["lr"]`` once its arguments match what the study's space declares for ``"lr"``
+(``nas.Float(1e-4, 1, log=True)``); an undeclared name or other arguments are one ``ValueError`` naming
+the declaration to add or fix. The space is declared up front (define-and-run: the searchers are compiled
+for it), so a suggest call never adds a parameter.
+
+**Reports.** ``trial.report(value, step)`` records an intermediate value (Optuna's order; ``step`` in the
+fidelity's unit: epochs, iterations) and ``trial.should_prune()`` says whether the study's pruner stopped
+the trial. Both go to the study that handed the trial out, also from a worker process
+(``nas.host.workers.process_workers``). Keywords are always read as named. nasjax 0.2 took the step first;
+for one release two positional numbers are read by ``report_order``, which never swaps them silently:
+
+- Optuna's order, no warning, when the second number is an integer (``report(0.41, 3)``: Optuna's steps
+  are integers);
+- the old order, with a ``DeprecationWarning``, when only that reading is possible or the numbers say so:
+  the second is not a step (negative, NaN, infinite) while the first is, or the first is a whole number
+  and the second is not (``report(3, 0.41)``);
+- else (two floats such as ``report(0.5, 2.0)``) Optuna's order with a ``FutureWarning`` that asks for
+  ``step=``.
+
+**Deprecated for one release:** an objective written for nasjax 0.2, ``def objective(params):
+params["lr"]``, gets the trial and reads it like its params (``trial["lr"]``, ``keys``, ``items``,
+``get``, ``in``, ``len``, ``dict(trial)``; not ``values()``: ``trial.values`` is Optuna's multi-objective
+values), with one ``DeprecationWarning`` per trial naming ``trial.params[...]``.
 
 A multi-objective study (``directions=[...]``, ``nas.host.objectives``) is told a list of numbers per
-trial and keeps them in ``trial.values``, as Optuna does.
+trial and keeps them in ``trial.values``, as Optuna does. ``trial.set_user_attr(key, value)`` keeps a JSON
+value with the trial (``trial.user_attrs``), written with its result.
 
 States: ``pending`` (handed out, not told), ``complete``, ``failed`` (the searcher saw ``-inf``), and
 ``pruned`` (stopped by the pruner). Nothing here imports JAX: worker processes load this module
@@ -28,6 +49,7 @@ import dataclasses
 import datetime
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -52,8 +74,13 @@ def checkpoint_key(number: int) -> str:
     return f"trial_{int(number):05d}"
 
 
+_UNSET = object()
+
+
 @dataclasses.dataclass(eq=False)
 class Trial:
+    """A configuration to evaluate, handed to the objective (module docstring: suggest, report, budget)."""
+
     number: int
     tokens: np.ndarray  # int32[N]
     params: Any  # space.to_spec(tokens): {name: value} for a dict space
@@ -69,7 +96,10 @@ class Trial:
     intermediate_values: dict = dataclasses.field(default_factory=dict)  # step -> value, as reported
     datetime_start: datetime.datetime | None = None
     datetime_complete: datetime.datetime | None = None
+    user_attrs: dict = dataclasses.field(default_factory=dict)  # set_user_attr's, kept with the result
+    declared: dict | None = dataclasses.field(default=None, repr=False)  # the space's declarations (suggest_*)
     _study: Any = dataclasses.field(default=None, repr=False)  # the study (or a worker's channel to it)
+    _warned: set = dataclasses.field(default_factory=set, repr=False)  # deprecations told for this trial
 
     @property
     def checkpoint_key(self) -> str:
@@ -85,8 +115,26 @@ class Trial:
             return None
         return self.datetime_complete - self.datetime_start
 
-    def report(self, step: float, value: float) -> None:
-        """Records ``value`` at ``step`` (fidelity units); the study's pruner decides at its rungs."""
+    # -- reports ----------------------------------------------------------------------------------
+    def report(self, *args, value=_UNSET, step=_UNSET) -> None:
+        """``report(value, step)``: records ``value`` at ``step`` (fidelity units: epochs, iterations); the
+        study's pruner decides at its rungs. Keywords are read as named; two positional numbers by
+        ``report_order`` (the module docstring: nasjax 0.2's step-first order still works, with a warning)."""
+        if len(args) > 2:
+            raise TypeError(f"report(value, step) takes two numbers, got {len(args)} positional arguments")
+        if len(args) == 2 and value is _UNSET and step is _UNSET:
+            value, step = report_order(self, *args)
+        else:
+            named = {"value": value, "step": step}
+            free = [k for k in ("value", "step") if named[k] is _UNSET]
+            if len(args) > len(free):
+                raise TypeError("report(value, step): a number given both by position and by keyword")
+            named.update(zip(free, args))
+            missing = [k for k, v in named.items() if v is _UNSET]
+            if missing:
+                raise TypeError(f"report(value, step): give the {' and the '.join(missing)}, e.g. "
+                                "trial.report(0.41, step=3)")  # fmt: skip
+            value, step = named["value"], named["step"]
         if self._study is None:
             raise RuntimeError(f"trial {self.number} belongs to no study (report from the objective the study runs)")
         self._study.report(self.number, step, value)
@@ -95,14 +143,107 @@ class Trial:
         """Whether the study's pruner stopped this trial (at the last ``report``); False without a pruner."""
         return False if self._study is None else bool(self._study.should_prune(self.number))
 
+    def set_user_attr(self, key: str, value) -> None:
+        """Keeps ``value`` (JSON data: a number, a string, a list or dict of them) with the trial, as Optuna's;
+        it is written with the trial's result and comes back from worker processes."""
+        if not isinstance(key, str):
+            raise TypeError(f"set_user_attr: the key must be a string, got {key!r:.60}")
+        self.user_attrs[key] = value
+
+    # -- Optuna's suggest calls: the searcher's choice, checked against the declaration -----------------
+    def suggest_float(self, name: str, low: float, high: float, *, step: float | None = None,
+                      log: bool = False) -> float:  # fmt: skip
+        """The searcher's value of ``name``, declared ``nas.Float(low, high, step=step, log=log)``."""
+        return self._suggested(name, "Float", dict(low=low, high=high, step=step, log=log))
+
+    def suggest_int(self, name: str, low: int, high: int, *, step: int = 1, log: bool = False) -> int:
+        """The searcher's value of ``name``, declared ``nas.Int(low, high, step=step, log=log)``."""
+        return self._suggested(name, "Int", dict(low=low, high=high, step=step, log=log))
+
+    def suggest_categorical(self, name: str, choices):
+        """The searcher's value of ``name``, declared as the list ``choices`` (or ``nas.Categorical(choices)``)."""
+        if isinstance(choices, (str, bytes)) or not hasattr(choices, "__iter__"):
+            raise TypeError(f"suggest_categorical({name!r}, choices): choices must be a list, got {choices!r:.60}")
+        return self._suggested(name, "Categorical", dict(choices=list(choices)))
+
+    def _suggested(self, name: str, kind: str, args: dict):
+        from nas.host.suggest import check_suggest  # the declarations' module: spaces.params
+
+        check_suggest(self.declared, self.params, name, kind, args)
+        return self.params.get(name)  # None: a conditional parameter that is inactive in this configuration
+
+    # -- nasjax 0.2's objectives read the trial as their params (deprecated) -----------------------------
+    def _as_params(self):
+        if "params" not in self._warned:
+            self._warned.add("params")
+            warnings.warn("the objective gets the trial (as in Optuna): read trial.params[name] or "
+                          "trial.suggest_float(name, ...) instead of reading the trial as its params (deprecated; "
+                          "removed after nasjax 0.3)", DeprecationWarning, stacklevel=3)  # fmt: skip
+        return self.params
+
+    def __getitem__(self, key):
+        return self._as_params()[key]
+
+    def __iter__(self):
+        return iter(self._as_params())
+
+    def __len__(self) -> int:
+        return len(self._as_params())
+
+    def __contains__(self, key) -> bool:
+        return key in self._as_params()
+
+    def __bool__(self) -> bool:
+        return True  # a trial is never false, whatever its params' length
+
+    def keys(self):
+        return self._as_params().keys()
+
+    def items(self):
+        return self._as_params().items()
+
+    def get(self, key, default=None):
+        return self._as_params().get(key, default)
+
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_study": None}  # a pickled trial (a worker's copy) belongs to no study
 
     def payload(self) -> dict:
         """What a worker needs to run the trial (plain values: pickles across processes and to Ray)."""
         fields = ("number", "tokens", "params", "fidelity", "budget", "parent", "checkpoint_dir",
-                  "parent_checkpoint_dir")  # fmt: skip
+                  "parent_checkpoint_dir", "declared")  # fmt: skip
         return {k: getattr(self, k) for k in fields}
+
+
+def _step_like(x) -> bool:
+    """A number that can be a report's step: real, finite, >= 0."""
+    ok = isinstance(x, (numbers.Real, np.floating, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return ok and math.isfinite(float(x)) and x >= 0
+
+
+def _whole(x) -> bool:
+    ok = isinstance(x, (numbers.Real, np.floating, np.integer)) and not isinstance(x, (bool, np.bool_))
+    return ok and math.isfinite(float(x)) and float(x).is_integer()
+
+
+def report_order(trial: Trial, first, second) -> tuple:
+    """``(value, step)`` of ``trial.report(first, second)``: Optuna's order unless the numbers say it is nasjax
+    0.2's step-first order (the module docstring's rule; never a silent swap)."""
+    integer = isinstance(second, (int, np.integer)) and not isinstance(second, (bool, np.bool_))
+    old = not integer and _step_like(first) and (not _step_like(second) or (_whole(first) and not _whole(second)))
+    if old:
+        if "report" not in trial._warned:
+            trial._warned.add("report")
+            warnings.warn(f"trial.report({first!r}, {second!r}) is read as step={first!r}, value={second!r}, "
+                          "nasjax 0.2's order (deprecated): write trial.report(value, step), Optuna's order, "
+                          f"e.g. trial.report({second!r}, {first!r})", DeprecationWarning, stacklevel=3)  # fmt: skip
+        return second, first
+    if not integer and _step_like(second) and "ambiguous" not in trial._warned:
+        trial._warned.add("ambiguous")
+        warnings.warn(f"trial.report({first!r}, {second!r}) is read as value={first!r}, step={second!r} (Optuna's "
+                      "order; nasjax 0.2 took the step first): write trial.report(value, step=...) to say so",
+                      FutureWarning, stacklevel=3)  # fmt: skip
+    return first, second
 
 
 def is_nonfinite(value) -> bool:

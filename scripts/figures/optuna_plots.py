@@ -80,7 +80,7 @@ def train(p, data, epochs, trial=None):
             net.partial_fit(x, y, classes=classes)
             error = float(1.0 - net.score(xv, yv))
             if trial is not None:
-                trial.report(epoch, error)
+                trial.report(error, epoch)
                 if trial.should_prune():
                     raise TrialPruned()
     return error, net

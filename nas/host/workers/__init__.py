@@ -4,14 +4,14 @@
 next event, hands it to the study, and goes on until ``n_trials`` evaluations ran or the study has
 nothing left (the loop: ``nas.host.optimize``). A backend is any object with these five methods:
 
-- ``start(fn, pass_trial)``: before the first trial; ``pass_trial`` says whether ``fn`` gets the trial
-  (to ``report``, read its budget and checkpoint folders) or a copy of its params;
+- ``start(fn, pass_trial)``: before the first trial; ``fn`` gets the trial (``Study.optimize`` passes
+  ``pass_trial=True``; False, nasjax 0.2's plain-study call, hands it a copy of the params);
 - ``free() -> bool``: whether a trial can be submitted now;
 - ``submit(trial)``: starts evaluating the trial (its plain fields, ``Trial.payload()``, travel to
   another process); returns at once, except inline;
 - ``next_event() -> Event``: waits for the next event of a running trial (``nas.host.workers.events``:
   ``report`` with a ``reply(prune)`` back to the objective, ``done``, ``pruned``, ``error``, ``crash``,
-  ``timeout``);
+  ``timeout``; how a trial ended carries its ``user_attrs``);
 - ``close()``: shuts the workers down (after the last event, or when the loop raises: a worker still
   running a trial is killed).
 

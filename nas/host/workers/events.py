@@ -28,15 +28,20 @@ class Event:
     step: float | None = None  # a report's step
     elapsed: float | None = None  # seconds the objective ran
     reply: Any = None  # a report's way back to its worker: reply(prune: bool)
+    user_attrs: dict | None = None  # what the objective kept with trial.set_user_attr (from another process)
 
 
-def call_objective(fn, trial, pass_trial: bool) -> Event:
-    """Runs ``fn`` on ``trial`` (or a copy of its params) and says how it ended (``done``, ``pruned``, ``error``)."""
+def call_objective(fn, trial, pass_trial: bool = True) -> Event:
+    """Runs ``fn`` on ``trial`` and says how it ended (``done``, ``pruned``, ``error``), with the trial's
+    ``user_attrs``. ``pass_trial=False`` (a workers object of nasjax 0.2's loop) hands ``fn`` a copy of the
+    params instead; ``Study.optimize`` always hands the trial."""
     start = time.perf_counter()
     try:
         value = fn(trial if pass_trial else copy.deepcopy(trial.params))  # edited params change nothing
-        return Event("done", trial.number, value, elapsed=time.perf_counter() - start)
+        kind, value = "done", value
     except TrialPruned:
-        return Event("pruned", trial.number, elapsed=time.perf_counter() - start)
+        kind, value = "pruned", None
     except Exception as e:  # noqa: BLE001 - the loop decides (catch, or raised after the others)
-        return Event("error", trial.number, e, elapsed=time.perf_counter() - start)
+        kind, value = "error", e
+    attrs = dict(getattr(trial, "user_attrs", None) or {}) or None
+    return Event(kind, trial.number, value, elapsed=time.perf_counter() - start, user_attrs=attrs)

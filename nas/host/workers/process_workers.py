@@ -6,12 +6,13 @@ the study over a socket pair (``multiprocessing.connection``), and runs one tria
 
 - the objective travels pickled (``cloudpickle`` when installed, so lambdas and functions of a script
   work; else ``pickle``: a function importable by name), with the study's ``sys.path``;
-- a trial travels as its plain fields (``Trial.payload``); in the worker ``trial.report(step, value)``
+- a trial travels as its plain fields (``Trial.payload``); in the worker ``trial.report(value, step)``
   sends the value to the study and waits for the pruner's decision, which ``trial.should_prune()``
   returns;
-- the result (the value, ``TrialPruned``, or the exception with its traceback) goes back when the
-  objective ends. A worker that dies (killed, ``os._exit``, out of memory) closes its socket: the study
-  sees a ``crash`` of that trial only (``nas.host.workers``) and starts a fresh worker for the next one.
+- the result (the value, ``TrialPruned``, or the exception with its traceback, and the trial's
+  ``user_attrs``) goes back when the objective ends. A worker that dies (killed, ``os._exit``, out of
+  memory) closes its socket: the study sees a ``crash`` of that trial only (``nas.host.workers``) and
+  starts a fresh worker for the next one.
 - ``ProcessWorkers(W, trial_timeout=seconds)``: a trial that runs longer has its worker killed (SIGKILL; a
   fresh one takes the next trial) and comes back as a ``timeout`` event, recorded as failed.
 
@@ -162,10 +163,10 @@ class ProcessWorkers:
             _, number, step, value = msg
             self.events.append(Event("report", number, value, step=step, reply=w.reply))
             return
-        _, number, value, elapsed, trace = msg
+        _, number, value, elapsed, trace, attrs = msg
         if trace and hasattr(value, "add_note"):
             value.add_note(f"in the worker process:\n{trace}")
-        self.events.append(Event(kind, number, value, elapsed=elapsed))
+        self.events.append(Event(kind, number, value, elapsed=elapsed, user_attrs=attrs))
         w.number = None
 
     def close(self) -> None:
@@ -250,4 +251,5 @@ def _serve(conn: Connection) -> None:
         conn.send(("started", trial.number))
         event = call_objective(fn, trial, pass_trial)
         trace = "".join(traceback.format_exception(event.value)) if event.kind == "error" else ""
-        conn.send((event.kind, event.number, _sendable(event.value), event.elapsed, trace))
+        conn.send((event.kind, event.number, _sendable(event.value), event.elapsed, trace,
+                   _sendable(event.user_attrs)))  # fmt: skip

@@ -1,7 +1,7 @@
 """Ray workers for ``study.optimize(..., backend="ray")``: the trials run as Ray tasks, on one machine or a cluster.
 
 The study stays in the driver process; each trial is one Ray task (``num_cpus=1`` unless
-``RayWorkers(W, num_gpus=..., ...)`` says otherwise; at most W at once). ``trial.report(step, value)`` in a
+``RayWorkers(W, num_gpus=..., ...)`` says otherwise; at most W at once). ``trial.report(value, step)`` in a
 task goes through a small async actor (``ReportChannel``) that the driver polls; the task waits there
 for the pruner's decision. A task whose worker dies (``WorkerCrashedError``, a killed node) is a
 ``crash`` of its trial only: run again or recorded as failed (``nas.host.workers``). Ray's own task
@@ -73,10 +73,10 @@ class _Reporter:
 
 
 def run_trial(fn, payload: dict, pass_trial: bool, channel) -> tuple:
-    """The body of one Ray task: ``(kind, value, elapsed)`` of the trial (``events.call_objective``)."""
+    """The body of one Ray task: ``(kind, value, elapsed, user_attrs)`` of the trial (``events.call_objective``)."""
     channel.start.remote(payload["number"])  # its time limit counts from here, not from a worker's start-up
     event = call_objective(fn, Trial(**payload, _study=_Reporter(channel)), pass_trial)
-    return event.kind, event.value, event.elapsed
+    return event.kind, event.value, event.elapsed, event.user_attrs
 
 
 class RayWorkers:
@@ -122,14 +122,14 @@ class RayWorkers:
                 number = self.refs.pop(ref)
                 self.since.pop(ref, None)
                 try:
-                    kind, value, elapsed = ray.get(ref)
+                    kind, value, elapsed, attrs = ray.get(ref)
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                         ray.exceptions.LocalRayletDiedError) as e:  # fmt: skip
                     self.events.append(Event("crash", number, type(e).__name__))
                 except ray.exceptions.RayError as e:  # the task could not run (e.g. the objective did not unpickle)
                     self.events.append(Event("error", number, e))
                 else:
-                    self.events.append(Event(kind, number, value, elapsed=elapsed))
+                    self.events.append(Event(kind, number, value, elapsed=elapsed, user_attrs=attrs))
         return self.events.pop(0)
 
     def _stop_late(self) -> None:

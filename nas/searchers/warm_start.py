@@ -31,7 +31,7 @@ from flax import struct
 from nas.core.contract import Searcher
 from nas.core.dedup import Seen, seen_add, seen_contains
 from nas.core.options import SearcherOptions, positive
-from nas.core.registry import make_options, register, searcher_class
+from nas.core.registry import register
 from nas.searchers.acquisition_candidates import fill_missing
 
 
@@ -86,6 +86,8 @@ def parse_design(text: str) -> np.ndarray:
 
 def warm_started(entry: dict, *, design_file: str = "", design: str = "", num_design: int = 5) -> dict:
     """The ``warm_start`` config entry that runs config entry ``entry`` from the design."""
+    from nas.searchers import make_options  # the full registry
+
     entry = dict(entry)
     name = entry.pop("name")
     batch = entry.pop("batch_size", make_options(name).batch_size)
@@ -112,6 +114,8 @@ class WarmStart(Searcher):
     Options = WarmStartOptions
 
     def setup(self):
+        from nas.searchers import make_options, searcher_class  # the full registry (the inner module on first use)
+
         o = self.options
         cls = searcher_class(o.searcher)
         inner = {**o.inner_options(), "batch_size": o.batch_size, "max_queries": o.max_queries}

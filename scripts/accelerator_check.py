@@ -1,6 +1,6 @@
 """The speed table on an accelerator in one command: compile and run of each searcher, vmapped training, the
 cold default job, host and device memory, written as JSON and Markdown (4.5 minutes on an H200 without
-the tests; with them, 8 xdist workers, 8 minutes: docs/scale.md).
+the tests; with them, 8 xdist workers, 8 minutes: docs/reference/scaling.md).
 
     python -m scripts.accelerator_check --out=/tmp/accel                  # JAX's default backend (a GPU)
     python -m scripts.accelerator_check --out=/tmp/accel --tests --test_workers=8 --time_limit=570

@@ -7,7 +7,7 @@ fails with the record number, byte offset and reason. Without ``--out`` the cach
 is written next to the file (``nasbench_only108.nb101.npz``). Passing the
 TFRecord itself as ``data_path`` converts it on first use too. A file of fewer than
 the 423,624 cells is refused with its count unless ``--partial`` (the table then
-loads only with ``partial=True``). Mistakes are one line and exit code 2 (docs/errors.md).
+loads only with ``partial=True``). Mistakes are one line and exit code 2 (docs/reference/errors.md).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ by default the data directory's ``nb201/nats_bench_test_acc.csv``, where every c
 ``test_data`` empty finds it. The file is then read back by the loader as a check. ``--partial`` writes
 the cells that have all three accuracies and says which cells it left out (a cell is never written with
 a value that is not a number); an archive with no such cell is an error. Mistakes are one line and exit
-code 2 (docs/errors.md).
+code 2 (docs/reference/errors.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The seed axis is the mesh axis ``"seeds"`` (``nas.engine.devices.seed_mesh``): each device runs its
 share of the seeds, nothing crosses devices, and the numbers equal a one-device run. The same
-command runs on one CPU, the GPUs of a host, or every host of a cluster (docs/scale.md)::
+command runs on one CPU, the GPUs of a host, or every host of a cluster (docs/reference/scaling.md)::
 
     # one host: all its devices (CPU cores: --cpu_devices; GPUs and TPU chips: all of them)
     python -m scripts.search_multihost --searcher=regularized_evolution --benchmark=nb201/cifar10 \

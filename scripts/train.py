@@ -15,7 +15,7 @@ same workdir is refused.
 Across hosts, run the same command in every process with ``--distributed`` (a TPU pod, SLURM or
 Open MPI is detected; elsewhere set ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and
 ``JAX_PROCESS_ID``): the seeds split over every process's devices, and process 0 writes the
-workdir and prints the table (docs/scale.md).
+workdir and prints the table (docs/reference/scaling.md).
 
 JAX's persistent compilation cache is on by default (``--compilation_cache``,
 default ``$JAX_COMPILATION_CACHE_DIR`` or ``~/.cache/nasjax/jax``; ``--compilation_cache=`` turns it off).

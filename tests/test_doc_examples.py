@@ -2,7 +2,7 @@
 docs/**/*.md (new pages are picked up by the glob) runs in a fresh process from the repository root
 (``python -c <block>``, ``bash -e -o pipefail -c <block>``) and must exit 0.
 
-Conventions, on the lines just before a block (docs/errors.md and every page follow them):
+Conventions, on the lines just before a block (docs/reference/errors.md and every page follow them):
 
 - ``<!-- doc-test: skip: <reason> -->``: the block is not run (it needs a GPU, a cluster, a file that is not
   shipped, hours); the reason is shown as the test's skip reason.

@@ -1,4 +1,4 @@
-"""The one-line promise of docs/errors.md, class by class: every command in ``scripts/`` runs under the
+"""The one-line promise of docs/reference/errors.md, class by class: every command in ``scripts/`` runs under the
 project's handler (``nas.experiment.cli``), whose classes each print one line and exit 2 (a path the
 system refuses included, a bug keeps its traceback); output paths are checked before any work; a loader's
 refusal of an option, an optional package that is absent, a float option that is not a number and a run
@@ -137,25 +137,26 @@ def test_a_loader_refusing_an_option_is_a_config_error(options, message):
     assert "\n" not in str(e.value)
 
 
-def float_options() -> list[tuple[str, str]]:
+def float_options() -> list[tuple[str, str, object]]:
+    """(name, option, the options factory): a searcher and a peer may share a name (``tpe``)."""
     out = []
     for name in available_searchers(multi_fidelity=None):
         cls = searcher_class(name).Options
         hints = typing.get_type_hints(cls)
-        out += [(name, f.name) for f in dataclasses.fields(cls) if hints[f.name] is float]
+        out += [(name, f.name, make_options) for f in dataclasses.fields(cls) if hints[f.name] is float]
     for name, peer in peers.PEERS.items():
         cls = peer.Options
         hints = typing.get_type_hints(cls)
-        out += [(name, f.name) for f in dataclasses.fields(cls) if hints[f.name] is float]
+        out += [(name, f.name, peers.make_peer_options) for f in dataclasses.fields(cls) if hints[f.name] is float]
     return out
 
 
 def test_no_float_option_takes_nan_or_infinity():
     """Every float option of every searcher and peer (none gives NaN or inf a meaning), not a list of patches."""
     cases = float_options()
-    assert ("asha", "eta") in cases and ("nasbot", "gp_learning_rate") in cases and ("syne_tune", "eta") in cases
-    for name, option in cases:
-        factory = peers.make_peer_options if name in peers.PEERS else make_options
+    named = {(name, option) for name, option, _ in cases}
+    assert ("asha", "eta") in named and ("nasbot", "gp_learning_rate") in named and ("syne_tune", "eta") in named
+    for name, option, factory in cases:
         for bad in (math.nan, math.inf, -math.inf):
             with pytest.raises(ValueError, match=f"option {option} must be a finite number, got {bad}"):
                 factory(name, **{option: bad})

@@ -7,7 +7,7 @@ rounds with the parity word ``0x1BD11BDA``). On the CPU JAX lowers it as a rolle
 whose rotation amounts are loop-carried values; LLVM then compiles every such loop (one per random call,
 per shape) into a large kernel: 75 % of the LLVM IR of a BANANAS step program came from them, and a
 ``vmap``-ped ``jax.random.bits`` of shape ``(9, 20, 20)`` took 1.05 s of XLA time rolled against 0.05 s
-unrolled (docs/scale.md, "Where the time goes"). Other platforms already get the unrolled form. The
+unrolled (docs/dev/engine.md, "The Threefry lowering on the CPU"). Other platforms already get the unrolled form. The
 operands are also flattened to one dimension first: under ``vmap`` a draw's shape is ``[seeds, candidates,
 tokens, values]``, and LLVM unrolls and vectorizes such small inner dimensions once per draw (GP-BO's
 programs, 20 seeds: 54.3 s of compile unrolled, 41.7 s unrolled and flat; BANANAS 19.6 and 17.5 s).

@@ -240,7 +240,7 @@ def run_chunked(
                 "step": step,
                 "queries": queries,
                 "elapsed_s": time.perf_counter() - t0,
-                "devices": 1 if sharding is None else len(sharding.device_set),  # rounding: docs/scale.md
+                "devices": 1 if sharding is None else len(sharding.device_set),  # rounding: docs/reference/scaling.md
                 "metrics": {k: float(np.mean(v[:, -1])) for k, v in gather_seeds(chunk_metrics).items()},
             }
             score, rep = gather_seeds((h.score, h.report_score))

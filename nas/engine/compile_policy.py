@@ -8,7 +8,7 @@ engine turns it into ``jax.jit(..., compiler_options=...)`` here, for the chunk 
 - ``"default"``: XLA's defaults (level 3, the CPU's fusion emitters): steps that train a network or fit
   a surrogate, whose float arithmetic can round differently under other options.
 - ``"compile_bound"``: XLA's backend optimization level 1. Gather- and compare-bound steps: LLVM's
-  work, most of their compile time, halves while their run time barely moves (docs/scale.md).
+  work, most of their compile time, halves while their run time barely moves (docs/dev/engine.md).
 - ``"integer_steps"``: level 1 and, on a CPU, XLA's older loop emitters instead of its fusion emitters
   (``xla_cpu_use_fusion_emitters``): about 40 % less compile time, the same histories where a step is
   gathers, compares and integer arithmetic (``tests/test_compiler_hooks.py``).

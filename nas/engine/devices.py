@@ -13,7 +13,7 @@ compares the histories bit for bit, and runs ``scripts.train`` on 8 forced CPU d
 XLA runs a program for several devices through its partitioning passes before simplifying it, and
 the simplifier then rewrites some float expressions differently (Adam's bias-corrected step), so
 searchers that train networks or fit GPs can differ from a one-device run by float rounding; runs
-on 2, 4, ... devices agree (docs/scale.md, "One device against several").
+on 2, 4, ... devices agree (docs/reference/scaling.md, "One device against several").
 
 The seed axis is a named mesh axis: ``seed_mesh`` is a 1-D ``jax.sharding.Mesh`` with axis
 ``"seeds"`` over the devices, ``seed_sharding`` its ``NamedSharding``. One code path runs on one
@@ -21,12 +21,12 @@ CPU, on the cores of a CPU host, on the GPUs of one host, and across hosts:
 ``initialize_distributed()`` (opt-in, before any JAX computation) wraps
 ``jax.distributed.initialize``; after it ``jax.devices()`` lists every process's devices, the mesh
 spans them, ``shard_seeds`` builds the global arrays from each process's (identical) host copy,
-and ``gather_seeds`` brings a sharded result back to every process. See docs/scale.md.
+and ``gather_seeds`` brings a sharded result back to every process. See docs/reference/scaling.md.
 
 Programs with a Cholesky factorization (the GP of ``gp_bo`` and ``bananas(predictor="gp")``) split
 too: ``surrogates.linalg`` factors in plain JAX. jaxlib's batched CPU LAPACK kernel, which
 ``jnp.linalg.cholesky`` calls under ``vmap``, deadlocked in ``ParallelBatchMap`` when the seeds
-were split over 2 CPU devices (and sometimes on one), see ``docs/gp_linear_algebra.md``.
+were split over 2 CPU devices (and sometimes on one), see ``docs/dev/engine.md``.
 """
 
 from __future__ import annotations

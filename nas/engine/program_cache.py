@@ -12,7 +12,7 @@ its programs in the calling thread (tracing is Python) and hands each, once lowe
 threads for XLA while the next one lowers. The default job's three chunk programs (random search,
 regularized evolution, local search), lowered and then compiled in three threads, took 1.6-1.7 s of
 wall time on the 2-core CPU instead of 2.2-2.3 s one after the other; the whole job went from 6.7 to
-5.4-5.9 s (docs/scale.md, "The default job cold"). The executables are the same (XLA compiles each
+5.4-5.9 s (docs/reference/scaling.md, "The default job cold"). The executables are the same (XLA compiles each
 program as it would alone; the run's numbers do not change). Threads: one per program, at most one per
 core and at most ``MAX_THREADS`` on a CPU, one on a GPU or TPU (not measured there: XLA's autotuning
 times kernels on the device); ``$NASJAX_COMPILE_THREADS`` sets the most (1: one program at a time).

@@ -304,4 +304,4 @@ def missing_test_data_hint(benchmark: str) -> str:
     if key is None:
         return "this benchmark has no test split"
     return (f"for test figures put the test file at {default_path(key)} or set --config.test_data; "
-            "docs/benchmarks.md, Optional data files")
+            "docs/reference/benchmarks.md, Optional data files")

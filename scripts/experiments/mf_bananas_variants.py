@@ -5,7 +5,7 @@ BOHB for reference: the incumbent's test error at 10/25/50/100 % of a compute bu
         --test_csv ../shared/data/nb201/nats_bench_test_acc.csv \
         --fidelity_data ../shared/data/nb201/mini_nb201_12epoch.pd
 
-(NAS-Bench-201 at 12 and 200 epochs: ``fidelity_data``, docs/benchmarks.md.) Seeds are split over the CPU
+(NAS-Bench-201 at 12 and 200 epochs: ``fidelity_data``, docs/reference/benchmarks.md.) Seeds are split over the CPU
 cores (``--cpu_devices``).
 """
 

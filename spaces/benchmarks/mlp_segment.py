@@ -12,7 +12,7 @@ from 0 to ``b2`` gives, because nothing in a step depends on where the training 
 - a step outside ``[start, stop)`` or past a configuration's own budget leaves its state unchanged (masked).
 
 This is what makes ``mlp/<task>`` with training iterations as the fidelity a ``continues`` objective
-(docs/benchmarks.md, "Fidelities").
+(docs/reference/benchmarks.md, "Fidelities").
 """
 
 from __future__ import annotations

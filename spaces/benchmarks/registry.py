@@ -16,7 +16,7 @@ Names: ``nb201/<cifar10|cifar100|imagenet16>``, ``hpolib/<task>``,
 ``hpobench/<task>``, ``nasbench_graph/<dataset>``, ``analognas/<metric>``,
 ``nb101``, ``nb101/data1k`` and the training tasks ``mlp/<diabetes|boston|naval>``
 (``spaces.benchmarks.mlp_training``; options ``split``, ``data_path``,
-``valid_fraction``, ``fidelities``; no ``protocol``). Fidelities (docs/benchmarks.md,
+``valid_fraction``, ``fidelities``; no ``protocol``). Fidelities (docs/reference/benchmarks.md,
 "Fidelities"): ``nb201/*`` with ``fidelity_data`` (12 and 200 epochs), ``nb101`` and
 ``nb101/data1k`` with ``fidelities`` (epochs), ``mlp/*`` with ``fidelities`` (iterations). The NAS-Bench-101 loaders
 (``spaces.benchmarks.nb101_data``) and the MLP-training objective (flax, optax,

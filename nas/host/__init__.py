@@ -18,5 +18,5 @@
   ``progress``: what it shows meanwhile (a redrawn line on a terminal, a record per trial in a log).
 - ``task_search``: whole searches on a batch evaluator (the language experiments), thin uses of a Study.
 
-The user guide: docs/tuner.md.
+The user guide: docs/tutorials/tuning.md.
 """

@@ -21,7 +21,7 @@ Every evaluation of a run trains with one seed, ``train_seed``, so two searchers
 they both propose identically and a promotion continues the same training. A validation score that is
 not finite (an invalid string, a diverged training) is a failed evaluation: the searcher is told ``-inf``
 and the row records ``-inf``, never a result. For trainings of your own (several workers, checkpoints, a
-journal on disk) use the ``Study`` itself (docs/tuner.md).
+journal on disk) use the ``Study`` itself (docs/tutorials/tuning.md).
 """
 
 from __future__ import annotations

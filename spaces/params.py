@@ -22,7 +22,7 @@ carried as an ordered grid (an ordinal token of ``spaces.hpo.HPOSpace``), both e
   is within 7.5 % of a grid value; on a range from one power of ten to another every power of ten is
   a grid value). Four decades cost 65 values. What that costs: half a step (1/32 decade) from the
   best learning rate moved the mean validation RMSE by 0.58 +- 0.51 on ``mlp/diabetes`` and 0.09 +-
-  0.04 on ``mlp/boston``, below the seed-to-seed spread of a training (1.97 and 0.15; docs/hpo.md,
+  0.04 on ``mlp/boston``, below the seed-to-seed spread of a training (1.97 and 0.15;
   ``scripts/experiments/order_aware_operators.py``).
 - ``num=`` sets a parameter's number of values instead (evenly spaced on its scale); ``step=``
   (Optuna's ``suggest_float(step=)``, Ray's ``quniform``) takes ``low, low + step, ..., high``
@@ -43,6 +43,20 @@ a ``step``), so a value handed back to Optuna lies inside ``[low, high]`` and on
 (``HPOSpace(..., order_aware=True)``, ``spaces.ordinal``): mutations prefer nearby grid values, local
 search's neighbours are the adjacent values and a doubling ladder, and model-based searchers read an
 ordinal parameter as one number on a unit axis.
+
+**Continuous values.** A searcher that takes continuous values natively (a class attribute
+``continuous_values = True``: ``tpe``, ``random_search``) gets fine grids from a ``Study``
+(``declared_space(..., continuous=True)``, a ``ContinuousSpace``): a ``Float`` on ``FINE_POINTS =
+2**20 + 1`` values evenly spaced on its scale (neighbours 1e-6 of the range apart: float32 resolution
+on a unit axis), an ``Int`` on every integer (on its ``step``; above 2**20 + 1 of them, that many evenly
+spaced), a log ``Int`` or a log ``Float`` with a ``step`` on every value where there are at most
+``LOG_TABLE_POINTS = 4096``, else 4,096 geometric ones; ``num=`` keeps its grid. Every other searcher
+searches today's grids, and a ``Study`` says so once, in one ``UserWarning`` naming each range that is
+a grid and its resolution (``gridded``)::
+
+    UserWarning: searcher 'regularized_evolution' searches 1 range on a grid: lr: Float(1e-05, 0.1,
+    log=True) on 65 values (16 per decade); searchers random_search and tpe take ranges continuously;
+    give num= to choose a grid
 """
 
 from __future__ import annotations
@@ -53,12 +67,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from spaces.hpo import HPOSpace, Hyperparameter, _when, categorical, grid
 
 LINEAR_INTERVALS = 100  # default steps of a linear range (module doc)
 LOG_INTERVALS_PER_DECADE = 16  # default steps per decade of a log range (module doc)
+FINE_POINTS = 2**20 + 1  # a range's values for a searcher that takes continuous values (module doc)
+LOG_TABLE_POINTS = 4096  # at most this many values on a geometric fine grid (a table the searcher reads)
 
 
 def _number(x) -> bool:
@@ -153,10 +170,37 @@ class _Range:
     def values(self) -> tuple:
         raise NotImplementedError
 
-    def hyperparameter(self, name: str) -> Hyperparameter:
-        vals = self.values()
+    def fine_values(self) -> tuple:
+        """The values for a searcher that takes continuous values (module doc); ``num=`` keeps its grid."""
+        raise NotImplementedError
+
+    def domain_size(self) -> int | None:
+        """How many values the declared range holds (None: a continuum)."""
+        return None
+
+    def resolution(self) -> str:
+        """What the default grid is, in words: ``65 values (16 per decade)``."""
+        n = len(self.values())
+        size = self.domain_size()
+        if size is not None:
+            return f"{n} of its {size} values"
+        if self.log:
+            return f"{n} values ({LOG_INTERVALS_PER_DECADE} per decade)"
+        return f"{n} values (steps of {(self.high - self.low) / (n - 1):.3g})"
+
+    def is_gridded(self) -> bool:
+        """The default grid leaves out values of the range (and ``num=`` did not choose it)."""
+        if self.num is not None:
+            return False
+        size = self.domain_size()
+        return size is None or len(self.values()) < size
+
+    def hyperparameter(self, name: str, fine: bool = False) -> Hyperparameter:
+        vals = self.fine_values() if fine and self.num is None else self.values()
         if len(vals) < 2 or np.any(np.diff(np.asarray(vals, np.float64)) <= 0):
             raise ValueError(f"{self!r}: the range is too narrow for distinct grid values; give fewer points (num=)")
+        if fine:  # a million values: built here, checked above (grid()'s checks are per value)
+            return Hyperparameter(name, tuple(vals), True, self.when, f"{self!r}: {len(vals)} values")
         h = grid(name, vals, doc=f"{self!r}: {len(vals)} grid values")
         return dataclasses.replace(h, when=self.when)
 
@@ -173,6 +217,30 @@ class Float(_Range):
         else:
             vals = _readable(np.geomspace(lo, hi, n) if self.log else np.linspace(lo, hi, n), 6)
         vals[0], vals[-1] = lo, hi  # exact ends: a value handed back lies inside [low, high]
+        return tuple(vals)
+
+    def domain_size(self) -> int | None:
+        return None if self.step is None else len(self._steps())
+
+    def _steps(self) -> np.ndarray:
+        lo, hi, step = float(self.low), float(self.high), float(self.step)
+        if self.log:
+            return np.arange(round(lo / step), round(hi / step) + 1) * step
+        return lo + np.arange(int(round((hi - lo) / step)) + 1) * step
+
+    def fine_values(self) -> tuple[float, ...]:
+        lo, hi = float(self.low), float(self.high)
+        if self.step is not None:
+            k = self._steps()
+            limit = LOG_TABLE_POINTS if self.log else FINE_POINTS
+            if len(k) > limit and self.log:
+                k = np.unique(np.round(np.geomspace(lo / self.step, hi / self.step, limit))) * self.step
+            elif len(k) > limit:
+                k = k[_thin(len(k), limit)]
+            vals = _readable(k, 12)
+        else:
+            vals = (np.geomspace(lo, hi, FINE_POINTS) if self.log else np.linspace(lo, hi, FINE_POINTS)).tolist()
+        vals[0], vals[-1] = lo, hi
         return tuple(vals)
 
 
@@ -192,6 +260,22 @@ class Int(_Range):
             return tuple(int(i) * step for i in k)
         return tuple(lo + int(i) * step for i in _thin((hi - lo) // step + 1, n))
 
+    def domain_size(self) -> int:
+        if self.log:
+            step = int(self.step or 1)
+            return int(self.high) // step - -(-int(self.low) // step) + 1
+        return (int(self.high) - int(self.low)) // int(self.step or 1) + 1
+
+    def fine_values(self) -> tuple[int, ...]:
+        lo, hi, step = int(self.low), int(self.high), int(self.step or 1)
+        if self.log:
+            first = -(-lo // step)
+            if self.domain_size() <= LOG_TABLE_POINTS:
+                return tuple(int(i) * step for i in range(first, hi // step + 1))
+            k = np.unique(np.round(np.geomspace(lo / step, hi / step, LOG_TABLE_POINTS)).astype(np.int64))
+            return tuple(int(i) * step for i in k)
+        return tuple(lo + int(i) * step for i in _thin((hi - lo) // step + 1, FINE_POINTS))
+
 
 @dataclasses.dataclass(frozen=True)
 class Categorical:
@@ -208,7 +292,8 @@ class Categorical:
         _check_when(f"Categorical({list(self.choices)!r})", self.when)
         object.__setattr__(self, "when", _normal_when(self.when))
 
-    def hyperparameter(self, name: str) -> Hyperparameter:
+    def hyperparameter(self, name: str, fine: bool = False) -> Hyperparameter:
+        del fine  # choices are what they are
         return categorical(name, self.choices, when=dict(self.when) or None)
 
 
@@ -220,22 +305,89 @@ def is_declared(space: Mapping) -> bool:
     return any(isinstance(v, DECLARATIONS) for v in space.values())
 
 
-def declared_space(params: Mapping[str, Any], name: str = "study", **space_options) -> HPOSpace:
-    """The order-aware ``HPOSpace`` of ``{name: Float | Int | Categorical | [values]}`` (``space_options``:
-    ``mutation_scale``)."""
-    hyperparameters = []
+def _declarations(params: Mapping[str, Any]) -> tuple:
+    """``((name, Float | Int | Categorical), ...)``, each checked (a list becomes a ``Categorical``)."""
+    out = []
     for key, decl in params.items():
         if not isinstance(key, str):
             raise ValueError(f"parameter names must be strings, got {key!r}")
         if isinstance(decl, (str, bytes)) or not isinstance(decl, (*DECLARATIONS, Sequence)):
             raise ValueError(f"parameter {key!r}: give Float(...), Int(...), Categorical(...) or a list, got {decl!r}")
-        if not isinstance(decl, DECLARATIONS):
-            decl = Categorical(decl)
+        out.append((key, decl if isinstance(decl, DECLARATIONS) else Categorical(decl)))
+    return tuple(out)
+
+
+def declared_space(params: Mapping[str, Any], name: str = "study", continuous: bool = False,
+                   **space_options) -> HPOSpace:  # fmt: skip
+    """The order-aware ``HPOSpace`` of ``{name: Float | Int | Categorical | [values]}`` (``space_options``:
+    ``mutation_scale``); ``continuous=True``: the ``ContinuousSpace`` of the fine grids (module doc), one
+    object per declaration (Studies on it share their compiled programs)."""
+    decls = _declarations(params)
+    if continuous:
         try:
-            hyperparameters.append(decl.hyperparameter(key))
+            return _continuous_space(decls, name, tuple(sorted(space_options.items())))
+        except TypeError:  # a choice that does not hash (a list): built anew
+            return _build(decls, name, True, space_options)
+    return _build(decls, name, False, space_options)
+
+
+def _build(decls: tuple, name: str, fine: bool, space_options: dict) -> HPOSpace:
+    hyperparameters = []
+    for key, decl in decls:
+        try:
+            hyperparameters.append(decl.hyperparameter(key, fine=fine))
         except ValueError as e:
             raise ValueError(f"parameter {key!r}: {e}") from None
-    return HPOSpace(name, hyperparameters, order_aware=True, **space_options)
+    if not fine:
+        return HPOSpace(name, hyperparameters, order_aware=True, **space_options)
+    scales = tuple(None if isinstance(d, Categorical) else ("log" if d.log else "linear") for _, d in decls)
+    return ContinuousSpace(name, hyperparameters, scales, order_aware=True, **space_options)
+
+
+@functools.lru_cache(maxsize=16)
+def _continuous_space(decls: tuple, name: str, space_options: tuple) -> HPOSpace:
+    return _build(decls, name, True, dict(space_options))
+
+
+def gridded(params: Mapping[str, Any]) -> list[str]:
+    """One line per ``Float``/``Int`` whose default grid leaves out values of its range (``num=`` unset):
+    ``lr: Float(1e-05, 0.1, log=True) on 65 values (16 per decade)``."""
+    return [f"{k}: {d!r} on {d.resolution()}" for k, d in _declarations(params)
+            if isinstance(d, _Range) and d.is_gridded()]  # fmt: skip
+
+
+class ContinuousSpace(HPOSpace):
+    """The order-aware ``HPOSpace`` of fine grids (module doc) for searchers that take continuous values.
+
+    ``scales``: per token ``"linear"``, ``"log"`` (a range's scale: its values are evenly spaced on it where
+    the grid is not a table) or None (categorical). A token of a million values is drawn as one integer
+    (the same uniform distribution as ``HPOSpace``'s, without a million logits), and a value is found by a
+    search of the sorted grid."""
+
+    def __init__(self, name: str, hyperparameters, scales: tuple, **options):
+        # read by value_index, which HPOSpace's conditions call
+        self._grids = {h.name: np.asarray(h.values, np.float64) for h in hyperparameters if h.ordinal}
+        # a float range is a continuum: any value inside it is its nearest grid value
+        self._continua = {h.name for h in hyperparameters if h.ordinal and isinstance(h.values[0], float)}
+        super().__init__(name, hyperparameters, **options)
+        if len(scales) != self.num_tokens:
+            raise ValueError(f"{name}: one scale per hyperparameter, got {len(scales)} for {self.num_tokens}")
+        self.scales = tuple(scales)
+
+    def sample_unconstrained(self, key):
+        return jax.random.randint(key, (self.num_tokens,), 0, np.asarray(self.cardinalities, np.int32))
+
+    def value_index(self, name: str, value: Any) -> int:
+        grid_values = self._grids.get(name)
+        if grid_values is None or not _number(value):
+            return super().value_index(name, value)
+        i = int(np.clip(np.searchsorted(grid_values, float(value)), 1, len(grid_values) - 1))
+        near = i - 1 if abs(grid_values[i - 1] - value) <= abs(grid_values[i] - value) else i
+        lo, hi = grid_values[0], grid_values[-1]
+        inside = lo <= value <= hi or np.isclose(grid_values[near], float(value), rtol=1e-6, atol=0.0)
+        if not (inside if name in self._continua else np.isclose(grid_values[near], float(value), rtol=1e-6, atol=0)):
+            raise ValueError(f"{self.name}: {name}={value!r} is not a value of its range [{lo:g}, {hi:g}]")
+        return near
 
 
 @functools.lru_cache(maxsize=64)

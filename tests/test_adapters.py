@@ -241,7 +241,8 @@ def test_ray_domains_map_to_grids_and_clear_errors(tune):
     space = {k: v for k, v in param_space.items() if k != "epochs"}  # space= holds parameters only
     search = SearcherSearch("random_search", space, metric="loss", mode="min", max_queries=4, batch_size=2)
     for c in (search.suggest("a"), search.suggest("b")):
-        assert 1e-5 <= c["lr"] <= 1e-1 and c["lr"] in Float(1e-5, 1e-1, log=True).values()
+        # random search takes ranges continuously: a value of the fine grid (spaces.params.FINE_POINTS)
+        assert 1e-5 <= c["lr"] <= 1e-1 and c["lr"] in Float(1e-5, 1e-1, log=True).fine_values()
         assert (
             c["n"]["layers"] in range(1, 9)
             and c["k"] in range(0, 11, 2)

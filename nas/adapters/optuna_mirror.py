@@ -192,7 +192,7 @@ class OptunaMirror:
         self._study_id = optuna_study._study_id
         self._settings, self._directions = s, directions
         self._dists = distributions(s["space"])
-        self._space = make_space(from_declaration(s["space"]))
+        self._space = make_space(from_declaration(s["space"]), searcher=s.get("searcher"), warn=False)
         for key in ("searcher", "fidelities", "max_queries"):
             if s.get(key) is not None:
                 optuna_study.set_user_attr(key, s[key])

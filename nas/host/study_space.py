@@ -1,29 +1,63 @@
 """The space a ``Study`` searches, from what a user hands it.
 
 A ``Space`` is taken as is. A dict is read the way Optuna and Ray Tune users write one: ``spaces.params``
-declarations (``Float``, ``Int``, categorical lists) become an order-aware ``HPOSpace``, where a continuous
-range is an ordered grid (docs/hpo.md); plain ``{name: [values]}`` becomes a ``CategoricalSpace``. Values are
-checked here, before a searcher is built, so a typo fails with one line naming the hyperparameter.
+declarations (``Float``, ``Int``, categorical lists) become an order-aware ``HPOSpace``, where a range is
+an ordered grid: a fine one (effectively continuous) for a searcher that takes continuous values
+(``continuous_values``: ``tpe``, ``random_search``), else the default grid, which the study says once in a
+``UserWarning`` naming each gridded range and its resolution (``spaces.params``); plain ``{name: [values]}``
+becomes a ``CategoricalSpace``. Values are checked here, before a searcher is built, so a typo fails with
+one line naming the hyperparameter.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from spaces.base import CategoricalSpace, Space
-from spaces.params import declared_space, is_declared
+from spaces.params import declared_space, gridded, is_declared
+
+# the built-in searchers whose class says ``continuous_values = True`` (named in the warning without importing
+# every searcher module; tests/test_tpe_searcher.py checks it against the classes)
+CONTINUOUS_SEARCHERS = ("random_search", "tpe")
 
 
-def make_space(space: Space | dict[str, Any], name: str = "study") -> Space:
+def takes_continuous_values(searcher) -> bool:
+    """Whether ``searcher`` (a registered name or a searcher object) searches ranges continuously."""
+    if not isinstance(searcher, str):
+        return False  # a searcher object is built on its space already: the default grids
+    from nas.searchers import searcher_class  # the registry, read when a Study is made (no import cycle)
+
+    try:
+        return bool(getattr(searcher_class(searcher), "continuous_values", False))
+    except ValueError:  # an unknown name: the Study's driver says so in its own line
+        return False
+
+
+def make_space(space: Space | dict[str, Any], name: str = "study", searcher=None, warn: bool = True) -> Space:
     """A Space as is; from a dict with ``spaces.params`` declarations (``{"lr": Float(1e-5, 1e-1, log=True),
-    "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace``; else a CategoricalSpace from ``{name: [values]}``."""
+    "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace`` (fine grids for a ``searcher`` that takes
+    continuous values; with another searcher one ``UserWarning`` naming the gridded ranges, unless ``warn``
+    is False); else a CategoricalSpace from ``{name: [values]}``."""
     if isinstance(space, Space):
         return space
     if not isinstance(space, dict) or not space:
         raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...] | Float | Int}")
     if is_declared(space):
-        return declared_space(space, name)
+        if takes_continuous_values(searcher):
+            return declared_space(space, name, continuous=True)
+        built = declared_space(space, name)
+        lines = gridded(space) if searcher is not None and warn else []
+        if lines:
+            who = f"searcher {searcher!r}" if isinstance(searcher, str) else type(searcher).__name__
+            many = f"{len(lines)} range{'s' if len(lines) > 1 else ''}"
+            warnings.warn(f"{who} searches {many} on a grid: {'; '.join(lines)}; searchers "
+                          f"{' and '.join(CONTINUOUS_SEARCHERS)} take ranges continuously; give num= to choose "
+                          "a grid", UserWarning, stacklevel=_caller_level())  # fmt: skip
+        return built
     for k, v in space.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
             raise ValueError(f"hyperparameter {k!r}: give a non-empty list of values, got {v!r}")
@@ -35,6 +69,15 @@ def make_space(space: Space | dict[str, Any], name: str = "study") -> Space:
                 )
             seen.append(x)
     return CategoricalSpace(name, space)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside the ``nas`` package: the user's line that made the study."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _same(a, b) -> bool:

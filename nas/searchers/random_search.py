@@ -54,6 +54,7 @@ class RandomSearch(Searcher):
     Options = RandomSearchOptions
     # compile-bound at XLA's default level; the loop emitters: the same histories, about 40 % less compile
     compile_profile = "integer_steps"  # (nas.engine.compile_policy)
+    continuous_values = True  # a Study gives it fine grids: ranges are effectively continuous (spaces.params)
 
     def setup(self):
         self.grid_rows = exact(self.space)  # grid rows, or configurations listed (ranks drawn as integers)

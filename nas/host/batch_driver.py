@@ -115,7 +115,7 @@ class BatchDriver:
     def ask_one(self) -> Trial:
         s = self.study
         if len(s.trials) >= s.max_queries:
-            raise BudgetSpent(f"the study's budget of max_queries={s.max_queries} trials is spent")
+            raise BudgetSpent(f"the study's budget of {s.budget_name}={s.max_queries} trials is spent")
         if self._batch_tokens is None:
             self._new_batch()
         elif len(self._batch) == self.batch_size:

@@ -9,7 +9,8 @@ given the results in the order they arrive, the study proposes and promotes exac
 ``nas.engine.multi_fidelity_runner`` does with the same seed and W workers (tested by replaying an engine
 run's arrival order).
 
-The budget is compute, as in the engine: ``max_queries`` full evaluations; with ``continues=True`` (the
+The budget is compute, as in the engine: ``max_resource`` in the fidelities' unit, the searcher's ``max_queries``
+full evaluations (``max_resource / fidelities[-1]``); with ``continues=True`` (the
 default: a promotion resumes its parent's checkpoint) a promotion is charged the difference of the
 budgets. ``ask`` raises ``BudgetSpent`` once the budget is spent, ``NoTrialNow`` while a synchronous rung
 waits for its last results. The incumbent (``best_trial``) is the best trial completed at the top fidelity

@@ -1,7 +1,7 @@
 """Pruning in place: ASHA's stopping rule and Hyperband's brackets decide whether a running training stops.
 
 For trainings that run to the top budget unless stopped, the training reports its validation value as
-it goes (``trial.report(step, value)``) and asks ``trial.should_prune()`` (Optuna's pruners, Ray Tune's
+it goes (``trial.report(value, step)``) and asks ``trial.should_prune()`` (Optuna's pruners, Ray Tune's
 ``ASHAScheduler``). The deciders:
 
 - ``ASHAPruner``, the stopping rule of asynchronous successive halving (Li et al., 2020, "A System for

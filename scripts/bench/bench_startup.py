@@ -51,11 +51,12 @@ STUDY = """
 from concurrent.futures import ThreadPoolExecutor
 from nas.host.study import Study
 
-def objective(p):
+def objective(trial):
+    p = trial.params
     return (p["lr"] - 0.01) ** 2 * 1e4 + 0.1 * p["layers"] + {"relu": 0.0, "tanh": 0.2}[p["act"]]
 
 study = Study({"lr": [0.001, 0.003, 0.01, 0.03], "layers": [1, 2, 3, 4], "act": ["relu", "tanh"]},
-              searcher="regularized_evolution", direction="minimize", seed=0, max_queries=16,
+              searcher="regularized_evolution", direction="minimize", seed=0, max_trials=16,
               population_size=6, tournament_size=3)
 with ThreadPoolExecutor(4) as pool:
     study.optimize(objective, n_trials=16, batch_size=4, executor=pool)

@@ -51,7 +51,7 @@ def tell(t, p):
 NASJAX = """
 import nas
 space = {{"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}}
-study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, max_queries={budget}{extra})
+study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, max_trials={budget}{extra})
 def ask():
     t = study.ask()
     return t, t.params
@@ -85,7 +85,7 @@ print("RESULT", json.dumps(RESULT))
 REPLAY = """
 import nas
 space = {{"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}}
-study = nas.Study(space, searcher="random_search", direction="minimize", seed=0, max_queries={n}, storage={path!r})
+study = nas.Study(space, searcher="random_search", direction="minimize", seed=0, max_trials={n}, storage={path!r})
 for _ in range({n}):
     t = study.ask(); study.tell(t, t.params["lr"])
 study.close()

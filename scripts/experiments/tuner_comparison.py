@@ -69,7 +69,7 @@ def run_study(task: str, searcher: str, seed: int, workers: int, run_dir: str, m
         searcher,
         direction="minimize",
         seed=seed,
-        max_queries=max_queries,
+        max_resource=max_queries * tt.TASKS[task]["fidelities"][-1],
         fidelities=tt.TASKS[task]["fidelities"],
         workers=workers,
         directory=os.path.join(run_dir, "ckpt"),

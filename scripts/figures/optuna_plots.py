@@ -93,7 +93,7 @@ def pruned_study(data, workdir: str):
     mirror = OptunaMirror(os.path.join(workdir, "digits.jsonl"), f"sqlite:///{workdir}/digits_optuna.db",
                           study_name="digits")  # fmt: skip
     study = Study(space(), "regularized_evolution", direction="minimize", seed=_SEED.value,
-                  max_queries=_TRIALS.value, pruner="asha", fidelities=list(EPOCHS), population_size=8,
+                  max_trials=_TRIALS.value, pruner="asha", fidelities=list(EPOCHS), population_size=8,
                   tournament_size=3, storage=mirror)  # fmt: skip
     study.optimize(lambda trial: train(trial.params, data, EPOCHS[-1], trial)[0], n_trials=_TRIALS.value)
     study.close()
@@ -103,11 +103,11 @@ def pruned_study(data, workdir: str):
 def pareto_study(data):
     from nas.host.study import Study
 
-    def objective(p):
-        error, net = train(p, data, 9)
+    def objective(trial):
+        error, net = train(trial.params, data, 9)
         return [error, float(sum(w.size for w in net.coefs_) + sum(b.size for b in net.intercepts_))]
 
-    study = Study(space(), "nsga2", directions=["minimize", "minimize"], seed=_SEED.value, max_queries=24,
+    study = Study(space(), "nsga2", directions=["minimize", "minimize"], seed=_SEED.value, max_trials=24,
                   population_size=8)  # fmt: skip
     return study.optimize(objective)
 

@@ -165,6 +165,7 @@ ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "undefok",
               "only_check_args"}  # fmt: skip
 COMMAND = re.compile(r"python3? -m ([A-Za-z_][\w.]*)")
 DEFINE = re.compile(r"DEFINE_\w+\(\s*[\"'](\w+)[\"']")
+ARGPARSE = re.compile(r"add_argument\(\s*[\"']--([\w-]+)[\"']")  # a module with argparse (scripts.results)
 
 
 def texts() -> list[tuple[str, str]]:
@@ -197,14 +198,17 @@ def commands() -> list[tuple[str, str, list[str]]]:
 
 
 def module_flags(module: str, seen: set[str] | None = None) -> set[str]:
-    """The absl flags a repository module defines, with those of the repository modules it imports."""
+    """The flags a repository module (or package: its ``__main__``) defines (absl's, or argparse's), with those
+    of the repository modules it imports."""
     seen = set() if seen is None else seen
     path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.exists() and (ROOT / module.replace(".", "/") / "__main__.py").exists():
+        path = ROOT / module.replace(".", "/") / "__main__.py"
     if module in seen or not path.exists():
         return set()
     seen.add(module)
     source = path.read_text(encoding="utf-8")
-    names = set(DEFINE.findall(source))
+    names = set(DEFINE.findall(source)) | set(ARGPARSE.findall(source))
     for dep in re.findall(r"^\s*(?:from|import)\s+((?:scripts|nas|spaces)[\w.]*)", source, re.M):
         names |= module_flags(dep, seen)
     return names

@@ -77,6 +77,7 @@ from nas.host.progress import make_progress
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
 from nas.host.study_space import make_space
+from nas.host.suggest import declarations
 from nas.host.trials import Trial, as_cost, nonfinite, read_values
 from nas.host.workers import make_workers
 from spaces.base import Space
@@ -134,7 +135,7 @@ class Study(StudyBase):
         self.num_objectives = len(self.directions)
         self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
         self._space_arg, self.space = space, make_space(space, searcher=searcher)  # fine grids for tpe
-        self._declared = dict(space) if isinstance(space, dict) else None  # what trial.suggest_* checks against
+        self._declared = declarations(space) if isinstance(space, dict) else None  # what trial.suggest_* checks
         self.seed, self.key = _seed_and_key(seed)
         self.max_queries, self.trials = int(max_queries), []
         if not isinstance(searcher, str):  # a searcher object: its budget is its own

@@ -35,6 +35,16 @@ def _arguments(kind: str, decl) -> dict:
     return dict(low=decl.low, high=decl.high, step=step, log=bool(getattr(decl, "log", False)))
 
 
+def declarations(space: dict) -> dict:
+    """A dict space's declarations as plain data, ``{name: (kind, arguments)}`` (kind None: not a range or a
+    list), as trials carry them: they pickle to worker processes without importing ``spaces`` (or JAX)."""
+    out = {}
+    for name, decl in space.items():
+        kind = _kind(decl)
+        out[name] = (kind, _arguments(kind, decl)) if kind is not None else (None, {"declared": repr(decl)})
+    return out
+
+
 def suggest_call(name: str, kind: str, args: dict) -> str:
     """The suggest call as written: ``trial.suggest_float('lr', 0.0001, 1, log=True)``."""
     if kind == "Categorical":
@@ -79,7 +89,7 @@ def matches(kind: str, args: dict, declared_kind: str, declared: dict) -> bool:
 
 def check_suggest(declared: dict | None, params, name: str, kind: str, args: dict) -> None:
     """A one-line ``ValueError`` unless ``trial.<suggest>(name, **args)`` reads a parameter ``declared`` holds
-    with the same arguments (``declared``: the study's ``{name: declaration}``, None for a ``Space``)."""
+    with the same arguments (``declared``: the study's ``declarations``, None for a ``Space``)."""
     call = suggest_call(name, kind, args)
     if not isinstance(name, str):
         raise TypeError(f"{call}: the name must be a string")
@@ -90,11 +100,10 @@ def check_suggest(declared: dict | None, params, name: str, kind: str, args: dic
         raise ValueError(f"{call}: {name!r} is not in the study's space ({', '.join(map(str, declared))}); the "
                          "space is declared when the study is created (define-and-run): add "
                          f"{_declaration_text(name, kind, args)} to the space given to create_study")  # fmt: skip
-    decl_kind = _kind(declared[name])
+    decl_kind, decl_args = declared[name]
     if decl_kind is None:
-        raise ValueError(f"{call}: the study's space declares {name!r} as {declared[name]!r:.80}; read it as "
+        raise ValueError(f"{call}: the study's space declares {name!r} as {decl_args['declared']:.80}; read it as "
                          f"trial.params[{name!r}]")  # fmt: skip
-    decl_args = _arguments(decl_kind, declared[name])
     if not matches(kind, args, decl_kind, decl_args):
         raise ValueError(f"{call} does not match the study's space, which declares "
                          f"{_declaration_text(name, decl_kind, decl_args)}: call "

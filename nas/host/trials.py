@@ -97,7 +97,7 @@ class Trial:
     datetime_start: datetime.datetime | None = None
     datetime_complete: datetime.datetime | None = None
     user_attrs: dict = dataclasses.field(default_factory=dict)  # set_user_attr's, kept with the result
-    declared: dict | None = dataclasses.field(default=None, repr=False)  # the space's declarations (suggest_*)
+    declared: dict | None = dataclasses.field(default=None, repr=False)  # plain data: nas.host.suggest.declarations
     _study: Any = dataclasses.field(default=None, repr=False)  # the study (or a worker's channel to it)
     _warned: set = dataclasses.field(default_factory=set, repr=False)  # deprecations told for this trial
 

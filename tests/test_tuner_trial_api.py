@@ -260,3 +260,31 @@ def test_user_attrs_come_back_from_thread_workers_and_must_be_json_in_a_study_fi
         stored.tell(trial, 1.0)
     one_line(e)
     assert trial.state == "pending"
+
+
+def _pruned_training(trial):
+    """Suggest calls, Optuna's report order and a user attribute, in a worker process."""
+    a, b = trial.suggest_categorical("a", [1, 2, 3, 4]), trial.suggest_categorical("b", [0.1, 0.2, 0.3])
+    for step in range(1, 10):
+        trial.report((a * b + 0.013) * (1 - 0.5**step), step)
+        if trial.should_prune():
+            trial.set_user_attr("stopped_at", step)
+            raise TrialPruned()
+    trial.set_user_attr("stopped_at", None)
+    return (a * b + 0.013) * (1 - 0.5**9)
+
+
+@pytest.mark.slow
+def test_process_workers_suggest_report_and_bring_user_attrs_back():
+    inline = _pruned_study(pruner="asha").optimize(_pruned_training)
+    study = _pruned_study(pruner="asha", batch_size=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        study.optimize(_pruned_training, n_workers=2, backend="process")
+    assert any(t.state == "pruned" for t in study.trials)
+    for t in study.trials:
+        stopped = max(t.intermediate_values) if t.state == "pruned" else None
+        assert t.user_attrs == {"stopped_at": stopped}, t
+    assert {t.number: t.user_attrs for t in inline.trials} == {
+        t.number: {"stopped_at": max(t.intermediate_values) if t.state == "pruned" else None} for t in inline.trials
+    }

@@ -206,7 +206,7 @@ def test_bench_tuner_json_becomes_a_results_file(tmp_path):
 def test_a_real_run_becomes_a_results_file(tmp_path):
     wd, command = tmp_path / "run", "python -m scripts.train --config configs/default.py --config.num_trials=2"
     train = [sys.executable, "-m", "scripts.train", "--config", "configs/default.py", "--config.num_trials=2",
-             "--config.max_queries=5", "--config.only=random_search,regularized_evolution", "--noprogress",
+             "--config.max_queries=20", "--config.only=random_search,regularized_evolution", "--noprogress",
              f"--workdir={wd}"]  # fmt: skip
     r = subprocess.run(train, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -218,7 +218,7 @@ def test_a_real_run_becomes_a_results_file(tmp_path):
     data = source.load("tiny", tmp_path)
     summary = json.loads((wd / "summary.json").read_text())
     table = data["tables"]["main"]
-    assert table["columns"] == ["searcher", "validation error (%) at 5 queries"]
+    assert table["columns"] == ["searcher", "validation error (%) at 20 queries"]
     for label, cell in table["rows"]:
         s = summary["searchers"][label]
         assert cell["mean"] == pytest.approx(s["mean"][-1], rel=1e-5) and cell["n"] == 2
@@ -232,6 +232,19 @@ def test_a_real_run_becomes_a_results_file(tmp_path):
     assert r.returncode == 0 and (tmp_path / "tiny.json").read_text() == text
     (tmp_path / "page.md").write_text("<!-- results: tiny -->\n<!-- /results -->\n")
     assert pages.rewrite("page.md", tmp_path, tmp_path) and pages.differences("page.md", tmp_path, tmp_path) == []
+    # --queries: one column per query count the summary reports (the README's default-job table)
+    r = results_cli("import", str(wd), "--name", "cols", "--results-dir", str(tmp_path), "--command", command,
+                    "--queries", "10,20")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    table = source.load("cols", tmp_path)["tables"]["main"]
+    assert table["columns"] == ["searcher", "10 queries", "20 queries"]
+    for label, first, last in table["rows"]:
+        s = summary["searchers"][label]
+        assert first["mean"] == pytest.approx(s["mean"][s["queries"].index(10)], rel=1e-5)
+        assert last["mean"] == pytest.approx(s["mean"][-1], rel=1e-5)
+    r = results_cli("import", str(wd), "--name", "cols", "--results-dir", str(tmp_path), "--command", command,
+                    "--queries", "3")  # fmt: skip
+    assert r.returncode == 2 and "not at 3" in r.stderr, r.stderr
 
 
 def test_results_files_dump_one_row_a_line():

@@ -1,7 +1,7 @@
 """``python -m scripts.results``: render or check the results tables of pages; import a run's figures.
 
     python -m scripts.results [--check] [PAGE ...]     # no PAGE: README.md and every docs/**/*.md
-    python -m scripts.results import WORKDIR --name NAME [--title T] [--command C] [--digits D]
+    python -m scripts.results import WORKDIR --name NAME [--title T] [--command C] [--digits D] [--queries Q,...]
     python -m scripts.results import-bench BENCH.json --name NAME [--title T] [--command C]
 
 ``--check`` prints ``PAGE:LINE: results NAME/TABLE row R column C: page has '...', results/NAME.json
@@ -61,7 +61,8 @@ def run_import(args, bench: bool) -> int:
     if bench:
         data = importing.from_tuner_bench(args.source, args.title, args.command, args.machine_note)
     else:
-        data = importing.from_workdir(args.source, args.title, args.command, args.digits, args.machine_note)
+        data = importing.from_workdir(args.source, args.title, args.command, args.digits, args.machine_note,
+                                      tuple(int(q) for q in args.queries.split(",") if q))
     path = importing.write(data, args.name, Path(args.results_dir))
     print(f"wrote {os.path.relpath(path)}")
     return 0
@@ -81,6 +82,7 @@ def parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--machine-note", default="", help="added to the machine, e.g. 'shared with other jobs'")
     if kind == "import":
         p.add_argument("--digits", type=int, default=3, help="decimals printed")
+        p.add_argument("--queries", default="", help="columns at these query counts (50,100,150; default: the budget)")
     return p
 
 

@@ -61,8 +61,10 @@ def _significant(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def from_workdir(workdir: str, title: str = "", command: str = "", digits: int = 3, machine_note: str = "") -> dict:
-    """The results file of a finished ``scripts.train`` run in ``workdir``."""
+def from_workdir(workdir: str, title: str = "", command: str = "", digits: int = 3, machine_note: str = "",
+                 queries: tuple[int, ...] = ()) -> dict:
+    """The results file of a finished ``scripts.train`` run in ``workdir``: one column per query count of
+    ``queries`` (each one the summary reports; default: the full budget only)."""
     wd = Path(workdir)
     summary_path = wd / "summary.json"
     summary = _read_json(summary_path, "give the workdir of a finished run (python -m scripts.train ... --workdir)")
@@ -73,17 +75,25 @@ def from_workdir(workdir: str, title: str = "", command: str = "", digits: int =
             f"{wd} does not record the command that ran it: give --command 'python -m scripts.train --config "
             "configs/<file>.py <overrides>'"
         )
-    queries = int(summary["max_queries"])
+    budget = int(summary["max_queries"])
+    columns = [int(q) for q in queries] or [budget]
     rows, trials = [], int(config.get("num_trials") or 0)
     for label, s in summary["searchers"].items():
-        i = s["queries"].index(queries) if queries in s["queries"] else len(s["queries"]) - 1
-        mean, std = s["mean"][i], s["std"][i]
-        if mean is None or not math.isfinite(mean):
-            rows.append([label, "-"])  # no incumbent at the full budget in any trial
-            continue
-        cell = {"mean": _significant(mean), "spread": _significant(std), "digits": digits, "n": int(s["num_trials"])}
-        rows.append([label, cell])
-        trials = trials or int(s["num_trials"])
+        row = [label]
+        for q in columns:
+            if q not in s["queries"] and q != budget:
+                raise ResultsError(f"{summary_path} reports {label} at queries {s['queries']}, not at {q}: give "
+                                   "--queries among them")  # fmt: skip
+            i = s["queries"].index(q) if q in s["queries"] else len(s["queries"]) - 1
+            mean, std = s["mean"][i], s["std"][i]
+            if mean is None or not math.isfinite(mean):
+                row.append("-")  # no incumbent at that budget in any trial
+                continue
+            n = int(s["num_trials"])
+            row.append({"mean": _significant(mean), "spread": _significant(std), "digits": digits, "n": n})
+            trials = trials or n
+        rows.append(row)
+    queries = budget
     metric = summary["metric"]
     date = file_date(summary_path)
     data = {
@@ -102,7 +112,8 @@ def from_workdir(workdir: str, title: str = "", command: str = "", digits: int =
             "main": {
                 "caption": f"{summary['benchmark']}, {queries} queries; {summary['note']}.",
                 "spread": "std",
-                "columns": ["searcher", f"{metric} at {queries} queries"],
+                "columns": ["searcher", *(f"{metric} at {q} queries" if len(columns) == 1 else f"{q} queries"
+                                          for q in columns)],
                 "rows": rows,
             }
         },

@@ -45,7 +45,7 @@ search's neighbours are the adjacent values and a doubling ladder, and model-bas
 ordinal parameter as one number on a unit axis.
 
 **Continuous values.** A searcher that takes continuous values natively (a class attribute
-``continuous_values = True``: ``tpe``, ``random_search``) gets fine grids from a ``Study``
+``continuous_values = True``: ``tpe``, ``tpe_hyperband``, ``random_search``) gets fine grids from a ``Study``
 (``declared_space(..., continuous=True)``, a ``ContinuousSpace``): a ``Float`` on ``FINE_POINTS =
 2**20 + 1`` values evenly spaced on its scale (neighbours 1e-6 of the range apart: float32 resolution
 on a unit axis), an ``Int`` on every integer (on its ``step``; above 2**20 + 1 of them, that many evenly
@@ -55,8 +55,8 @@ searches today's grids, and a ``Study`` says so once, in one ``UserWarning`` nam
 a grid and its resolution (``gridded``)::
 
     UserWarning: searcher 'regularized_evolution' searches 1 range on a grid: lr: Float(1e-05, 0.1,
-    log=True) on 65 values (16 per decade); searchers random_search and tpe take ranges continuously;
-    give num= to choose a grid
+    log=True) on 65 values (16 per decade); searchers random_search, tpe and tpe_hyperband take ranges
+    continuously; give num= to choose a grid
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_init_states_are_the_same_with_the_loop_emitters(bench):
 # (XLA level, CPU fusion emitters) of every registered searcher's programs, as 0.2's two hooks set them
 # (the BO loops: their generic program; their random first steps, variant 0, are checked above)
 SETTINGS = {
-    "compile_bound": ("bohb", "nasbot", "nsga2", "tpe"),
+    "compile_bound": ("bohb", "nasbot", "nsga2", "tpe", "tpe_hyperband"),
     "integer_steps": ("asha", "hyperband", "local_search", "mo_asha", "mo_regularized_evolution",
                       "parego_local_search", "random_search", "regularized_evolution", "successive_halving"),
 }  # fmt: skip

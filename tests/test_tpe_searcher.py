@@ -102,7 +102,7 @@ def test_a_gridded_study_says_so_once():
     assert "lr: Float(1e-05, 0.1, log=True) on 65 values (16 per decade)" in line
     assert "width: Int(16, 1024, log=True) on 33 of its 1009 values" in line
     assert "momentum: Float(0.0, 0.99) on 101 values" in line and "layers" not in line  # every integer kept
-    assert "random_search and tpe take ranges continuously" in line and "num=" in line
+    assert "random_search, tpe and tpe_hyperband take ranges continuously" in line and "num=" in line
     assert caught[0].filename == __file__  # the user's line
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
@@ -170,3 +170,18 @@ def test_tpe_runs_in_the_compiled_loop_on_a_declared_space():
     searcher = nas.make_searcher("tpe", space, max_queries=40)
     hist = jax.jit(make_search(searcher), static_argnums=1)(jax.random.PRNGKey(0), Quadratic())
     assert float(np.max(hist.score)) > -0.01
+
+
+def test_tpe_hyperband_in_a_multi_fidelity_study():
+    def train(trial):
+        return loss(trial) + 1.0 / trial.budget  # a longer training is better
+
+    study = nas.create_study(SPACE, "tpe_hyperband", direction="minimize", seed=0, fidelities=[1, 3, 9],
+                             max_resource=12 * 9, n_startup_trials=4)  # fmt: skip
+    assert isinstance(study.space, ContinuousSpace)
+    study.optimize(train, show_progress=False)
+    done = [t for t in study.trials if t.state == "complete"]
+    assert {t.budget for t in done} == {1, 3, 9}
+    starts = [tuple(sorted(t.params.items())) for t in study.trials if t.budget == 1]
+    assert len(set(starts)) == len(starts)  # every configuration started once
+    assert study.best_value < 1.0

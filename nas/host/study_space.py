@@ -22,7 +22,7 @@ from spaces.params import declared_space, gridded, is_declared
 
 # the built-in searchers whose class says ``continuous_values = True`` (named in the warning without importing
 # every searcher module; tests/test_tpe_searcher.py checks it against the classes)
-CONTINUOUS_SEARCHERS = ("random_search", "tpe")
+CONTINUOUS_SEARCHERS = ("random_search", "tpe", "tpe_hyperband")
 
 
 def takes_continuous_values(searcher) -> bool:
@@ -54,9 +54,10 @@ def make_space(space: Space | dict[str, Any], name: str = "study", searcher=None
         if lines:
             who = f"searcher {searcher!r}" if isinstance(searcher, str) else type(searcher).__name__
             many = f"{len(lines)} range{'s' if len(lines) > 1 else ''}"
-            warnings.warn(f"{who} searches {many} on a grid: {'; '.join(lines)}; searchers "
-                          f"{' and '.join(CONTINUOUS_SEARCHERS)} take ranges continuously; give num= to choose "
-                          "a grid", UserWarning, stacklevel=_caller_level())  # fmt: skip
+            takers = f"{', '.join(CONTINUOUS_SEARCHERS[:-1])} and {CONTINUOUS_SEARCHERS[-1]}"
+            message = (f"{who} searches {many} on a grid: {'; '.join(lines)}; searchers {takers} take ranges "
+                       "continuously; give num= to choose a grid")  # fmt: skip
+            warnings.warn(message, UserWarning, stacklevel=_caller_level())
         return built
     for k, v in space.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:

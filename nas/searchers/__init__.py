@@ -52,6 +52,7 @@ BUILT_IN: dict[str, tuple[str, bool]] = {
     "successive_halving": ("successive_halving", True),
     "tnas": ("tnas", False),
     "tpe": ("tpe", False),
+    "tpe_hyperband": ("tpe_hyperband", True),
     "warm_start": ("warm_start", False),
 }
 

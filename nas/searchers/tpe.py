@@ -28,8 +28,10 @@ and the older ones a ramp from 1/n up; the prior kernel gets ``prior_weight`` (1
 that configuration was queried, the best new one of the 24 drawn configurations (ranked by the summed
 ratio), else a uniform new one (``nas.core.dedup.fill_unique``). A batch of B asks B draws.
 
-Multi-fidelity: TPE runs with a Study's pruners (``pruner="asha"``, Optuna's TPE with a pruner); BOHB
-(``nas.searchers.bohb``) is Hyperband with a TPE-style density model over the largest budget.
+Multi-fidelity: ``tpe`` runs with a Study's pruners (``pruner="asha"``: Optuna's TPE with a pruner), and
+``tpe_hyperband`` is Hyperband (``nas.searchers.successive_halving``) whose new configurations come from
+this TPE over the results at the largest budget with at least ``n_startup_trials`` of them (as BOHB,
+``nas.searchers.bohb``, models the largest budget with enough results; until one has, uniform ones).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class TPEOptions(SearcherOptions):
     gamma_fraction, gamma_max: the good set holds ``min(ceil(gamma_fraction n), gamma_max)`` results (0.1, 25).
     prior_weight: the weight of the prior kernel (1.0).
     magic_clip: bandwidths at least ``1 / min(100, 1 + K)`` of the axis (True).
+    ordered_lists: a ``CategoricalSpace``'s increasing numeric value lists are ordinal, as the Optuna peer
+      (``nas.experiment.tpe_peer``) reads them (False: a list is categorical, as in a Study).
     """
 
     n_startup_trials: int = 10
@@ -69,16 +73,22 @@ class TPEOptions(SearcherOptions):
     gamma_max: int = 25
     prior_weight: float = 1.0
     magic_clip: bool = True
+    ordered_lists: bool = False
 
     def check(self):
         super().check()
-        positive(self, "n_ei_candidates", "gamma_max")
-        if self.n_startup_trials < 0:
-            raise ValueError(f"n_startup_trials must be >= 0, got {self.n_startup_trials}")
-        if not 0.0 < self.gamma_fraction <= 1.0:
-            raise ValueError(f"gamma_fraction must be in (0, 1], got {self.gamma_fraction}")
-        if not self.prior_weight > 0.0:
-            raise ValueError(f"prior_weight must be > 0, got {self.prior_weight}")
+        check_model_options(self)
+
+
+def check_model_options(options) -> None:
+    """``ValueError`` naming a TPE model option out of its range (``TPEOptions``' fields)."""
+    positive(options, "n_ei_candidates", "gamma_max")
+    if options.n_startup_trials < 0:
+        raise ValueError(f"n_startup_trials must be >= 0, got {options.n_startup_trials}")
+    if not 0.0 < options.gamma_fraction <= 1.0:
+        raise ValueError(f"gamma_fraction must be in (0, 1], got {options.gamma_fraction}")
+    if not options.prior_weight > 0.0:
+        raise ValueError(f"prior_weight must be > 0, got {options.prior_weight}")
 
 
 @struct.dataclass
@@ -172,7 +182,7 @@ class TPE(Searcher):
 
     def setup(self):
         sp = self.space
-        ordinal = tuple(getattr(sp, "ordinal", (False,) * sp.num_tokens))
+        ordinal = tuple(getattr(sp, "ordinal", None) or self._ordered_lists())
         cards = sp.cardinalities
         self.cat = [i for i in range(sp.num_tokens) if not ordinal[i]]
         axes = {i: _axis(sp, i) for i in range(sp.num_tokens) if ordinal[i]}
@@ -185,6 +195,16 @@ class TPE(Searcher):
             bnd[row, : cards[i] + 1] = _bounds(axes[i])
             pos[row, : cards[i]] = axes[i]
         self._tables, self._pos = bnd.astype(np.float32), pos.astype(np.float32)
+
+    def _ordered_lists(self) -> tuple[bool, ...]:
+        """Per token: an increasing list of numbers where ``ordered_lists`` is set (else none is ordinal)."""
+        values = getattr(self.space, "values", {}) if self.options.ordered_lists else {}
+        out = []
+        for name in self.space.token_names:
+            v = values.get(name)
+            numeric = v is not None and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+            out.append(bool(numeric and len(v) > 1 and np.all(np.diff(np.asarray(v, float)) > 0)))
+        return tuple(out)
 
     # -- the contract ------------------------------------------------------------------------------------
     def init(self, key):
@@ -334,3 +354,4 @@ class TPE(Searcher):
             return bnd[v], bnd[v + 1]
 
         return self._numeric(key, pos[x], good, bad, lo, hi, to_cell, cell)
+

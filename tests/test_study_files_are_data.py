@@ -28,10 +28,11 @@ SPACE = {
     "momentum": Float(0.0, 0.9, step=0.1, when={"opt": ["sgd"]}),
 }
 SMALL = {"a": list(range(6))}
-OPTIONS = dict(searcher="random_search", direction="minimize", seed=2, max_queries=6)
+OPTIONS = dict(searcher="random_search", direction="minimize", seed=2, max_trials=6)
 
 
-def objective(params) -> float:
+def objective(trial) -> float:
+    params = trial.params
     return params["lr"] * params["units"] + (len(params["hidden"]) if "hidden" in params else params["momentum"])
 
 
@@ -147,7 +148,7 @@ def test_a_0_2_journal_is_refused_and_converts_with_trust(tmp_path):
 def test_the_migration_command(tmp_path):
     old, new = str(tmp_path / "study.jsonl"), f"sqlite:///{tmp_path}/study.db"
     study = nas.create_study(SMALL, storage=old, **OPTIONS)
-    study.optimize(lambda p: p["a"], n_trials=2)
+    study.optimize(lambda t: t.params["a"], n_trials=2)
     study.close()
     record = first_record(old)
     settings = dict(record["settings"], space=SMALL)

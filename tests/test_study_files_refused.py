@@ -11,11 +11,11 @@ from nas.host.storage import StorageError
 from nas.host.study import Study, load_study
 
 SPACE = {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}
-OPTS = dict(searcher="random_search", direction="minimize", seed=2, max_queries=6)
+OPTS = dict(searcher="random_search", direction="minimize", seed=2, max_trials=6)
 
 
-def objective(p):
-    return float(p["a"] * 5 + p["b"])
+def objective(trial):
+    return float(trial.params["a"] * 5 + trial.params["b"])
 
 
 def journal(path, trials=3):
@@ -155,7 +155,7 @@ def test_a_damaged_sqlite_row_names_the_file(tmp_path):
 def test_a_setting_with_no_json_form_creates_no_file(tmp_path):
     path = tmp_path / "sub" / "study.jsonl"
     with pytest.raises(StorageError, match="is not plain data"):
-        Study({"a": [object(), 1, 2]}, storage=str(path), **{**OPTS, "max_queries": 3})
+        Study({"a": [object(), 1, 2]}, storage=str(path), **{**OPTS, "max_trials": 3})
     assert os.listdir(tmp_path) == []  # not the file, not its folder
 
 

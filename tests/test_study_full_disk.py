@@ -14,7 +14,7 @@ from nas.host.storage import StorageError
 from nas.host.study import Study, load_study
 
 SPACE = {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}
-OPTIONS = dict(searcher="asha", seed=0, max_queries=3, fidelities=[1, 3, 9])
+OPTIONS = dict(searcher="asha", seed=0, max_resource=3 * 9, fidelities=[1, 3, 9])
 
 
 def training(trial):

@@ -44,8 +44,8 @@ def test_a_study_with_directions_proposes_the_compiled_runners_strings():
     """Told [-error, -latency] as the runner tells [valid, -latency]: the same strings, seed for seed (the told
     row is the same for every multi-objective searcher; each one's loop == scan is tests/test_searchers.py)."""
     name, options = "nsga2", NSGA2
-    study = Study(SPACE, name, directions=["minimize", "minimize"], seed=5, max_queries=20, **options)
-    study.optimize(values)
+    study = Study(SPACE, name, directions=["minimize", "minimize"], seed=5, max_trials=20, **options)
+    study.optimize(lambda trial: values(trial.params))
     s = make_searcher(name, SPACE, max_queries=20, **options)
     hist = jax.jit(make_search(s, metrics=("latency",)))(jax.random.PRNGKey(5), table())
     np.testing.assert_array_equal(np.stack([t.tokens for t in study.trials]), np.asarray(hist.tokens))
@@ -54,7 +54,8 @@ def test_a_study_with_directions_proposes_the_compiled_runners_strings():
 
 
 def test_failed_values_errors_journal_and_dataframe(tmp_path):
-    def objective(p):
+    def objective(trial):
+        p = trial.params
         if p["depth"] == 2:
             return None  # a failed evaluation
         if p["depth"] == 3:
@@ -62,7 +63,7 @@ def test_failed_values_errors_journal_and_dataframe(tmp_path):
         return list(values(p))
 
     path = str(tmp_path / "study.jsonl")
-    study = Study(SPACE, "nsga2", directions=["minimize", "minimize"], seed=1, max_queries=20, storage=path, **NSGA2)
+    study = Study(SPACE, "nsga2", directions=["minimize", "minimize"], seed=1, max_trials=20, storage=path, **NSGA2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study.optimize(objective, n_trials=16)
@@ -109,7 +110,7 @@ def test_directions_are_checked_in_one_line():
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match) as e:
-            Study(SPACE, max_queries=10, **kwargs)
+            Study(SPACE, max_trials=10, **kwargs)
         assert "\n" not in str(e.value)
-    one = Study(SPACE, "random_search", directions=["maximize"], max_queries=10)  # one direction: Optuna's too
+    one = Study(SPACE, "random_search", directions=["maximize"], max_trials=10)  # one direction: Optuna's too
     assert one.direction == "maximize" and one.num_objectives == 1

@@ -17,9 +17,10 @@ from nas.host.trials import BudgetSpent, NoTrialNow
 from tests.mf_tables import BUDGETS, SPACE, score
 
 SMALL = {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}
-PRUNED = dict(searcher="random_search", direction="minimize", seed=4, max_queries=8, pruner="asha",
+PRUNED = dict(searcher="random_search", direction="minimize", seed=4, max_trials=8, pruner="asha",
               fidelities=[1, 2, 4], batch_size=2)  # fmt: skip
-MF = dict(searcher="successive_halving", direction="maximize", seed=1, max_queries=4, fidelities=BUDGETS, workers=2)
+MF = dict(searcher="successive_halving", direction="maximize", seed=1, max_resource=4 * BUDGETS[-1], fidelities=BUDGETS,
+          workers=2)
 
 
 def summary(study):
@@ -116,7 +117,7 @@ def test_a_failed_write_changes_nothing_and_the_study_continues(tmp_path, space,
 
 def test_optimize_stops_at_a_failed_write_and_goes_on_once_it_is_gone(tmp_path):
     path = tmp_path / "study.jsonl"
-    options = dict(searcher="asha", seed=0, max_queries=3, fidelities=[1, 3, 9])
+    options = dict(searcher="asha", seed=0, max_resource=3 * 9, fidelities=[1, 3, 9])
 
     def training(trial):
         return float(trial.params["a"] + trial.budget)
@@ -141,7 +142,7 @@ def test_optimize_stops_at_a_failed_write_and_goes_on_once_it_is_gone(tmp_path):
 
 def test_a_failed_rewrite_of_the_settings_is_written_before_the_next_record(tmp_path):
     path = tmp_path / "study.jsonl"
-    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_queries=8)
+    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_trials=8)
     reset, calls = study._storage.reset, []
 
     def full_once(record):
@@ -152,8 +153,8 @@ def test_a_failed_rewrite_of_the_settings_is_written_before_the_next_record(tmp_
 
     study._storage.reset = full_once
     with pytest.raises(StorageError, match="No space left on device"):
-        study.optimize(lambda p: float(p["a"]), n_trials=0, batch_size=4)  # the searcher rebuilt for batches of 4
-    study.optimize(lambda p: float(p["a"]), n_trials=4)
+        study.optimize(lambda t: float(t.params["a"]), n_trials=0, batch_size=4)  # the searcher rebuilt: batches of 4
+    study.optimize(lambda t: float(t.params["a"]), n_trials=4)
     study.close()
     loaded = load_study(str(path))
     assert loaded.batch_size == 4 and summary(loaded) == summary(study) and len(calls) == 2
@@ -162,7 +163,7 @@ def test_a_failed_rewrite_of_the_settings_is_written_before_the_next_record(tmp_
 
 def test_a_write_error_of_any_storage_object_is_one_line(tmp_path):
     path = tmp_path / "study.jsonl"
-    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_queries=4)
+    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_trials=4)
     t = study.ask()
 
     def read_only(record):
@@ -177,7 +178,7 @@ def test_a_write_error_of_any_storage_object_is_one_line(tmp_path):
 
 def test_a_bad_cost_is_refused_before_the_searcher_or_the_trial_moves(tmp_path):
     path = tmp_path / "study.jsonl"
-    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_queries=4)
+    study = Study(SMALL, storage=str(path), searcher="random_search", seed=0, max_trials=4)
     t = study.ask()
     for cost, error in (("abc", TypeError), (float("nan"), ValueError), (float("inf"), ValueError),
                         (-1.0, ValueError)):  # fmt: skip
@@ -194,15 +195,15 @@ def test_a_bad_cost_is_refused_before_the_searcher_or_the_trial_moves(tmp_path):
 
 def test_a_read_only_study_loads_for_reading_and_refuses_to_continue(tmp_path, monkeypatch):
     path = tmp_path / "study.jsonl"
-    study = Study(SMALL, storage=str(path), searcher="random_search", direction="minimize", seed=0, max_queries=6)
-    study.optimize(lambda p: p["a"] + p["b"] / 10, n_trials=3)
+    study = Study(SMALL, storage=str(path), searcher="random_search", direction="minimize", seed=0, max_trials=6)
+    study.optimize(lambda t: t.params["a"] + t.params["b"] / 10, n_trials=3)
     pending = study.ask()
     before = path.read_bytes()
     reader = load_study(str(path), read_only=True)  # no lock: it reads beside the writer
     assert summary(reader) == summary(study) and reader.best_value == study.best_value
     assert len(reader.trials_dataframe()) == 4
     for call in (reader.ask, lambda: reader.tell(pending.number, 1.0), lambda: reader.report(pending.number, 1, 2.0),
-                 lambda: reader.optimize(lambda p: 0.0)):  # fmt: skip
+                 lambda: reader.optimize(lambda t: 0.0)):  # fmt: skip
         with pytest.raises(StorageError, match="is read-only .*cannot continue there; copy the file") as e:
             call()
         assert str(e.value).startswith(str(path))
@@ -227,8 +228,8 @@ def test_a_read_only_study_loads_for_reading_and_refuses_to_continue(tmp_path, m
 
 def test_a_read_only_sqlite_study_loads_for_reading(tmp_path):
     url = f"sqlite:///{tmp_path}/study.db"
-    study = Study(SMALL, storage=url, searcher="random_search", seed=0, max_queries=4)
-    study.optimize(lambda p: float(p["a"]), n_trials=2)
+    study = Study(SMALL, storage=url, searcher="random_search", seed=0, max_trials=4)
+    study.optimize(lambda t: float(t.params["a"]), n_trials=2)
     study.close()
     before = (tmp_path / "study.db").read_bytes()
     reader = load_study(url, read_only=True)
@@ -263,7 +264,7 @@ def test_a_moved_study_finds_its_checkpoints_next_to_its_storage(tmp_path):
 def test_a_moved_study_whose_folder_stayed_behind_is_refused_with_the_fix(tmp_path):
     ckpts = tmp_path / "checkpoints"
     study = Study(SMALL, storage=str(tmp_path / "a" / "study.jsonl"), directory=str(ckpts), searcher="random_search",
-                  seed=0, max_queries=4)  # fmt: skip
+                  seed=0, max_trials=4)  # fmt: skip
     study.tell(study.ask(), 1.0)
     study.close()
     shutil.move(str(tmp_path / "a"), str(tmp_path / "b"))
@@ -284,8 +285,8 @@ from nas.host.storage import StorageError
 from nas.host.study import Study, load_study
 path = sys.argv[1]
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
-opts = dict(searcher="regularized_evolution", seed=0, max_queries=10, population_size=4, tournament_size=2)
-fn = lambda p: float(p["a"] * 5 + p["b"])
+opts = dict(searcher="regularized_evolution", seed=0, max_trials=10, population_size=4, tournament_size=2)
+fn = lambda t: float(t.params["a"] * 5 + t.params["b"])
 study = Study({"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}, storage=path, **opts)
 study.optimize(fn, n_trials=3)
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

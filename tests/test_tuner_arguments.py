@@ -9,7 +9,7 @@ from nas.host.study import Study, load_study
 from tests.mf_tables import BUDGETS, SPACE
 
 SMALL = {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3, 4]}
-MF = dict(searcher="asha", direction="maximize", seed=0, max_queries=4)
+MF = dict(searcher="asha", direction="maximize", seed=0, max_resource=4 * BUDGETS[-1])
 
 
 def one_line(error, *words):
@@ -31,9 +31,10 @@ def one_line(error, *words):
         (dict(fidelities=BUDGETS, continues=1), TypeError, ("continues must be True",)),
         (dict(fidelities=BUDGETS, workers=0), ValueError, ("workers must be a positive integer",)),
         (dict(fidelities=BUDGETS, workers=1.5), ValueError, ("workers must be a positive integer",)),
-        (dict(fidelities=BUDGETS, max_queries=0), ValueError, ("max_queries must be a positive integer",)),
-        (dict(fidelities=BUDGETS, max_queries="4"), ValueError, ("max_queries must be a positive integer",)),
-        (dict(fidelities=BUDGETS, max_queries=2.5), ValueError, ("max_queries must be a positive integer",)),
+        (dict(fidelities=BUDGETS, max_resource=0), ValueError, ("max_resource must be a whole number",)),
+        (dict(fidelities=BUDGETS, max_resource="4"), ValueError, ("max_resource must be a whole number",)),
+        (dict(fidelities=BUDGETS, max_resource=2.5), ValueError, ("max_resource must be a whole number",)),
+        (dict(searcher="random_search", max_resource=None, max_trials=2.5), ValueError, ("max_trials must be a",)),
         (dict(fidelities=BUDGETS, storage=3), TypeError, ("storage must be a file path",)),
         (dict(fidelities=BUDGETS, storage=""), ValueError, ("storage='' names no file",)),
         (dict(fidelities=BUDGETS, directory=3), TypeError, ("directory must be a folder path",)),
@@ -56,7 +57,7 @@ def test_continues_and_workers_accept_what_they_mean():
     [(math.nan, ValueError), (math.inf, ValueError), (-1, ValueError), ("3", TypeError), (True, TypeError)],
 )
 def test_a_bad_report_step_is_refused_and_changes_nothing(step, error):
-    study = Study(SMALL, searcher="random_search", seed=0, max_queries=4, pruner="asha", fidelities=[1, 2, 4])
+    study = Study(SMALL, searcher="random_search", seed=0, max_trials=4, pruner="asha", fidelities=[1, 2, 4])
     t = study.ask()
     with pytest.raises(error, match="report: the step of trial 0") as e:
         study.report(t, step, 0.5)
@@ -66,7 +67,7 @@ def test_a_bad_report_step_is_refused_and_changes_nothing(step, error):
 
 
 def test_an_infinite_step_does_not_record_the_value_at_every_rung():
-    study = Study(SMALL, searcher="random_search", seed=0, max_queries=4, pruner="asha", fidelities=[1, 2, 4])
+    study = Study(SMALL, searcher="random_search", seed=0, max_trials=4, pruner="asha", fidelities=[1, 2, 4])
     t = study.ask()
     with pytest.raises(ValueError):
         t.report(0.5, step=math.inf)
@@ -74,7 +75,7 @@ def test_an_infinite_step_does_not_record_the_value_at_every_rung():
 
 
 def test_a_bad_tell_is_refused_before_anything_changes():
-    study = Study(SMALL, searcher="random_search", seed=0, max_queries=4)
+    study = Study(SMALL, searcher="random_search", seed=0, max_trials=4)
     t = study.ask()
     for kwargs, error, words in [
         (dict(value="x"), TypeError, ("the value of trial 0",)),
@@ -91,7 +92,7 @@ def test_a_bad_tell_is_refused_before_anything_changes():
 
 
 def test_bad_ask_and_load_arguments_are_one_line(tmp_path):
-    study = Study(SMALL, searcher="random_search", seed=0, max_queries=4)
+    study = Study(SMALL, searcher="random_search", seed=0, max_trials=4)
     for n in (-1, 1.5, "2", True):
         with pytest.raises(ValueError, match="ask\\(n\\): n must be a non-negative integer"):
             study.ask(n)

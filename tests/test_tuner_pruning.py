@@ -85,7 +85,7 @@ def test_a_study_prunes_trainings_where_they_run():
                 return final * (1 - 0.5**step)  # returning after the decision: recorded as pruned too
         return final
 
-    study = Study(space, "random_search", direction="maximize", seed=0, max_queries=12, pruner="asha",
+    study = Study(space, "random_search", direction="maximize", seed=0, max_trials=12, pruner="asha",
                   fidelities=[1, 3, 9, 27])  # fmt: skip
     study.optimize(objective)
     states = [t.state for t in study.trials]

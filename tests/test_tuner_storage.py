@@ -31,8 +31,8 @@ def summary(study):
 
 def test_a_journal_rebuilds_a_multi_fidelity_study_that_continues_identically(tmp_path):
     path = str(tmp_path / "study.jsonl")
-    opts = dict(searcher="successive_halving", direction="maximize", seed=1, max_queries=4, fidelities=BUDGETS,
-                workers=2)  # fmt: skip
+    opts = dict(searcher="successive_halving", direction="maximize", seed=1, max_resource=4 * BUDGETS[-1],
+                fidelities=BUDGETS, workers=2)  # fmt: skip
     study = Study(SPACE, storage=path, **opts)
     out = []
     for _ in range(14):  # asks and tells interleaved, with refusals (a synchronous rung waits: no_trial records)
@@ -77,7 +77,7 @@ def test_sqlite_keeps_a_pruned_single_fidelity_study_and_the_dataframe(tmp_path)
                 return None  # after a prune decision: pruned
         return trial.params["lr"] * trial.params["depth"]
 
-    opts = dict(searcher="random_search", direction="maximize", seed=3, max_queries=8, pruner="asha",
+    opts = dict(searcher="random_search", direction="maximize", seed=3, max_trials=8, pruner="asha",
                 fidelities=[1, 2, 4, 8], eta=2)  # fmt: skip
     with pytest.raises(ValueError, match="no option"):  # eta belongs to the pruner, not to random search
         Study(space, **opts)
@@ -104,7 +104,8 @@ from tests.mf_tables import BUDGETS, SPACE
 from tests.test_tuner_storage import logged
 
 path, log, marker = sys.argv[1:4]
-study = Study(SPACE, searcher="asha", direction="maximize", seed=5, max_queries=4, fidelities=BUDGETS, storage=path)
+study = Study(SPACE, searcher="asha", direction="maximize", seed=5, max_resource=4 * BUDGETS[-1], fidelities=BUDGETS,
+              storage=path)
 study.optimize(lambda trial: logged(trial, log, marker))
 """
 
@@ -136,7 +137,8 @@ def test_a_study_killed_with_sigkill_resumes_from_its_journal(tmp_path):
     resumed = Study.load(path)  # what a new process does
     assert [t.state for t in resumed.trials] == ["complete"] * 6 + ["pending"]
     resumed.optimize(lambda trial: logged(trial, log))
-    reference = Study(SPACE, searcher="asha", direction="maximize", seed=5, max_queries=4, fidelities=BUDGETS)
+    reference = Study(SPACE, searcher="asha", direction="maximize", seed=5, max_resource=4 * BUDGETS[-1],
+                      fidelities=BUDGETS)
     reference.optimize(curve)
     assert summary(resumed) == summary(reference)  # nothing lost, the searcher decided as without the kill
     runs = [int(x) for x in open(log).read().split()]

@@ -13,7 +13,7 @@ import pytest
 
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.study import Study, create_study
+from nas.host.study import Study, create_study, study_arguments
 from nas.host.task_search import run_task_mf_search
 from nas.host.trials import BudgetSpent, NoTrialNow
 from nas.searchers import make_searcher
@@ -53,7 +53,8 @@ def test_replaying_the_engine_arrival_order_gives_its_decisions(name, workers):
     loop = python_engine(s, TABLE, key)  # the engine step by step, recording every dispatched job
     for k in ("tokens", "fidelity", "score"):
         np.testing.assert_array_equal(loop[k], engine[k][: len(loop[k])], err_msg=k)
-    study = Study(SPACE, name, direction="maximize", seed=2, continues=False, **options)  # a table: full charges
+    study = Study(SPACE, direction="maximize", seed=2, continues=False,
+                  **study_arguments(dict(options, searcher=name)))  # a table: full charges; max_queries: max_resource
     assert type(study) is Study and study.workers == workers  # one class: the job driver inside
     rows = replay(study, engine, workers)
     asked = [(tuple(t.tokens.tolist()), t.fidelity, -1 if t.parent is None else study.trials[t.parent].fidelity)
@@ -87,7 +88,8 @@ def test_one_worker_optimize_equals_the_task_loop_and_failures_are_never_scores(
         return np.nan if tuple(trial.tokens.tolist()) == bad else table_value(trial.tokens, trial.fidelity)
 
     host = run_task_mf_search(s, evaluate, jax.random.PRNGKey(seed))
-    study = Study(SPACE, "asha", direction="maximize", seed=seed, continues=False, **options)
+    study = Study(SPACE, direction="maximize", seed=seed, continues=False,
+                  **study_arguments(dict(options, searcher="asha")))
     with pytest.warns(UserWarning, match="recorded as a failed evaluation"):
         study.optimize(objective)
     n = len(study.trials)
@@ -102,8 +104,8 @@ def test_one_worker_optimize_equals_the_task_loop_and_failures_are_never_scores(
 
 
 def test_a_synchronous_rung_waits_and_ask_says_how_to_proceed(tmp_path):
-    study = Study(SPACE, "successive_halving", direction="minimize", seed=0, max_queries=4, fidelities=BUDGETS,
-                  workers=2, directory=str(tmp_path))  # fmt: skip
+    study = Study(SPACE, "successive_halving", direction="minimize", seed=0, max_resource=4 * BUDGETS[-1],
+                  fidelities=BUDGETS, workers=2, directory=str(tmp_path))  # fmt: skip
     first = [study.ask() for _ in range(9)]  # the bracket's 9 configurations at the lowest fidelity
     assert {t.fidelity for t in first} == {0} and all(t.parent is None for t in first)
     with pytest.raises(NoTrialNow, match=r"tell the pending trials \[0, 1, .*study.optimize"):
@@ -134,8 +136,8 @@ def test_a_synchronous_rung_waits_and_ask_says_how_to_proceed(tmp_path):
 
 
 def test_one_study_class_with_one_rule_of_tell_for_every_searcher():
-    mf = create_study(SPACE, searcher="asha", fidelities=BUDGETS, max_queries=2, seed=0)
-    sf = create_study(SPACE, searcher="random_search", max_queries=6, seed=0, batch_size=3)
+    mf = create_study(SPACE, searcher="asha", fidelities=BUDGETS, max_resource=2 * BUDGETS[-1], seed=0)
+    sf = create_study(SPACE, searcher="random_search", max_trials=6, seed=0, batch_size=3)
     assert type(mf) is Study and type(sf) is Study and (mf.kind, sf.kind) == ("multi_fidelity", "single")
     for study in (mf, sf):
         a, b, c = study.ask(), study.ask(), study.ask()
@@ -165,7 +167,8 @@ def test_one_study_class_with_one_rule_of_tell_for_every_searcher():
 def test_an_executor_runs_thread_workers_and_old_names_still_import():
     from concurrent.futures import ThreadPoolExecutor
 
-    study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=3, fidelities=BUDGETS, continues=False)
+    study = Study(SPACE, "asha", direction="maximize", seed=0, max_resource=3 * BUDGETS[-1], fidelities=BUDGETS,
+                  continues=False)
     with ThreadPoolExecutor(2) as ex:
         study.optimize(lambda t: float(sum(t.tokens)) + t.budget / 10, executor=ex)
     assert study.workers == 2 and not study.pending() and all(t.state == "complete" for t in study.trials)

@@ -14,7 +14,7 @@ SF_SPACE = {"lr": [0.1, 0.03, 0.01, 0.003], "depth": [1, 2, 3]}
 
 @pytest.mark.slow
 def test_process_workers_prune_across_processes_and_survive_killed_workers(tmp_path):
-    study = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_queries=8, batch_size=2,
+    study = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_trials=8, batch_size=2,
                   pruner=ASHAPruner([1, 2, 4, 8], eta=2), directory=str(tmp_path))  # fmt: skip
     with pytest.warns(UserWarning, match="its worker died"):
         study.optimize(pruned_training, n_workers=2, retries=1)
@@ -34,7 +34,7 @@ def test_ray_workers_run_a_multi_fidelity_study(tmp_path):
     ray = pytest.importorskip("ray", reason='the Ray backend needs Ray: pip install "ray[default]"')
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=3, fidelities=BUDGETS,
+        study = Study(SPACE, "asha", direction="maximize", seed=0, max_resource=3 * BUDGETS[-1], fidelities=BUDGETS,
                       directory=str(tmp_path))  # fmt: skip
         with pytest.warns(UserWarning, match="running it again"):
             study.optimize(mf_training, n_workers=2, backend="ray", retries=1)
@@ -48,7 +48,8 @@ def test_ray_workers_run_a_multi_fidelity_study(tmp_path):
 
 
 def test_threads_tell_and_report_by_number_while_the_study_runs():
-    study = Study(SPACE, "asha", direction="maximize", seed=0, max_queries=6, fidelities=BUDGETS, continues=False)
+    study = Study(SPACE, "asha", direction="maximize", seed=0, max_resource=6 * BUDGETS[-1], fidelities=BUDGETS,
+                  continues=False)
 
     def training(trial):  # runs in the workers' threads; reports and tells go through the study's lock
         trial.report(0.5, step=trial.budget / 2)
@@ -58,19 +59,20 @@ def test_threads_tell_and_report_by_number_while_the_study_runs():
     assert study.workers == 3 and not study.pending() and study.spent >= 6 * BUDGETS[-1]
     assert all(t.state == "complete" and t.intermediate_values == {t.budget / 2: 0.5} for t in study.trials)
     seen = []
-    plain = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_queries=6, batch_size=3)
-    plain.optimize(lambda p: seen.append(dict(p)) or p["lr"] * p["depth"], n_workers=3, backend="thread")
+    plain = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_trials=6, batch_size=3)
+    plain.optimize(lambda t: seen.append(dict(t.params)) or t.params["lr"] * t.params["depth"], n_workers=3,
+                   backend="thread")  # fmt: skip
     key = lambda p: (p["lr"], p["depth"])  # noqa: E731
-    assert sorted(map(key, seen)) == sorted(key(t.params) for t in plain.trials)  # no pruner: it gets params
+    assert sorted(map(key, seen)) == sorted(key(t.params) for t in plain.trials)  # no pruner: it gets the trial too
     assert plain.best_value == max(p["lr"] * p["depth"] for p in seen)
 
 
-def sleep_if_deep(p):
+def sleep_if_deep(trial):
     import time
 
-    if p["depth"] == 3:
+    if trial.params["depth"] == 3:
         time.sleep(60)
-    return p["lr"]
+    return trial.params["lr"]
 
 
 @pytest.mark.slow
@@ -78,7 +80,7 @@ def test_ray_workers_kill_a_trial_past_its_time_limit():
     ray = pytest.importorskip("ray", reason='the Ray backend needs Ray: pip install "ray[default]"')
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        study = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_queries=4, batch_size=2)
+        study = Study(SF_SPACE, "random_search", direction="maximize", seed=0, max_trials=4, batch_size=2)
         with pytest.warns(UserWarning, match=r"trial_timeout=3 s and its Ray worker process was killed"):
             study.optimize(sleep_if_deep, n_workers=2, backend="ray", trial_timeout=3)
         deep = [t for t in study.trials if t.params["depth"] == 3]

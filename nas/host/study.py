@@ -125,12 +125,12 @@ class Study(StudyBase):
             raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "
                              "Study none (or give the searcher's registered name and its options)")  # fmt: skip
         jobs = is_multi_fidelity(searcher)
-        self.budget_name = "max_queries" if max_queries is not None else "max_resource" if jobs else "max_trials"
-        max_queries = study_budget(searcher, jobs, fidelities, max_queries, max_trials, max_resource)
         if jobs and (directions is not None or obj.is_multi_objective(searcher)):
             raise ValueError(f"{searcher!r} is multi-fidelity: a study with directions= runs the single-fidelity "
                              f"multi-objective searchers {obj.multi_objective_searchers()}, MO-ASHA runs in "
                              "the compiled runner (configs/multiobjective.py)")  # fmt: skip
+        self.budget_name = "max_queries" if max_queries is not None else "max_resource" if jobs else "max_trials"
+        max_queries = study_budget(searcher, jobs, fidelities, max_queries, max_trials, max_resource)
         self.directions = obj.resolve_directions(direction, directions, searcher, searcher_kwargs)
         self.num_objectives = len(self.directions)
         self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only

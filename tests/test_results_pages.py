@@ -266,3 +266,75 @@ def test_every_page_agrees_with_its_results():
         except ResultsError as e:
             found.append(str(e))
     assert not found, "\n".join(found) + "\nrender the pages with: python -m scripts.results PAGE ..."
+
+
+def fake_run(folder: Path, searchers: dict, trials: int = 500, mf: tuple = ()) -> Path:
+    """A workdir whose summary.json reports ``searchers`` ({key: [(queries, mean, std), ...]})."""
+    folder.mkdir(parents=True)
+    summary = {"max_queries": 150, "searchers": {}}
+    for key, points in searchers.items():
+        s = {"num_trials": trials, "queries": [q for q, _, _ in points], "mean": [m for _, m, _ in points],
+             "std": [s for _, _, s in points], "multi_fidelity": key in mf}  # fmt: skip
+        if key in mf:  # read at the compute of the full budget
+            s["budget"] = {"fractions": [0.5, 1.0], "mean": [9.0, points[-1][1]], "std": [1.0, points[-1][2]]}
+            s["queries"], s["mean"], s["std"] = [286], [0.0], [0.0]
+        summary["searchers"][key] = s
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_a_rerun_is_verified_cell_by_cell_and_written(tmp_path, capsys):
+    from scripts.results import verify
+
+    data = copy.deepcopy(EXAMPLE)
+    rows = [["random search", {"mean": 8.91, "spread": 0.41, "digits": 2}, "4.48 ± 1.8"],
+            ["AlphaX, c = 0.1", {"mean": 5.7, "spread": 0.2, "digits": 3}, "-"],
+            ["TPE", {"mean": 8.5, "spread": 0.5, "digits": 2, "n": 20}, "3.1"]]  # fmt: skip
+    columns = ["searcher", "50 queries", "naval (x1e-5)"]
+    data["tables"] = {"main": {"caption": "", "spread": "std", "columns": columns, "rows": rows}}
+    write_results(tmp_path / "results", data=data)
+    c10 = fake_run(tmp_path / "c10", {"random_search": [(50, 8.9149, 0.4149)], "alphax": [(50, 5.7049, 0.2049)],
+                                      "tpe": [(50, 8.5, 0.5)]})  # fmt: skip
+    naval = fake_run(tmp_path / "naval", {"random_search": [(150, 4.4849e-5, 1.849e-5)], "bohb": [(150, 1, 1)]})
+    base = ["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"50 queries={c10}",
+            "--row", "AlphaX, c = 0.1=alphax"]  # fmt: skip
+    assert verify.main(base) == 0  # reproduced at the decimals each figure was reported with
+    out = capsys.readouterr().out
+    assert "row 2 column 2 (AlphaX, c = 0.1 / 50 queries): reported 5.7 ± 0.2, run 5.7049 ± 0.2049: reproduced" in out
+    assert "not compared: row 'TPE' column '50 queries': reported over 20 trials, the run has 500" in out
+    assert "2 of 2 cells reproduced, 1 not compared" in out
+    # naval: in the column's units (x1e-5); 4.4849e-5 is 4.48, but its std 1.849e-5 is 1.8, not 1.9
+    assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}:150"]) == 0
+    naval = fake_run(tmp_path / "naval2", {"random_search": [(150, 4.52e-5, 1.849e-5)]})
+    assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}"]) == 1
+    assert "(random search / naval (x1e-5)): reported 4.48 ± 1.8, run 4.52 ± 1.849: DIFFERS" in capsys.readouterr().out
+    with pytest.raises(ResultsError, match="--write needs --command"):
+        verify.main([*base, "--workdir", f"naval (x1e-5)={naval}", "--write"])
+    command = "python -m scripts.train --config configs/table3.py"
+    assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}", "--write", "--command", command]) == 0
+    written = source.load("t3", tmp_path / "results")
+    rows = written["tables"]["main"]["rows"]
+    assert rows[0] == ["random search", {"mean": 8.91, "spread": 0.41, "digits": 2}, "4.52 ± 1.8"]  # as reported
+    assert rows[1][1] == {"mean": 5.7, "spread": 0.2, "digits": 3} and rows[2] == data["tables"]["main"]["rows"][2]
+    run = written["run"]
+    assert run["command"] == command and set(run["versions"]) == set(verify.VERSIONED)
+    assert run["source"] == (f"run {run['date']}: differs from the figure reported on 2026-11-20 in random search / "
+                             "naval (x1e-5); the other cells: transcribed from docs/results.md at 587e4ff")  # fmt: skip
+
+
+def test_a_multi_fidelity_searcher_is_read_at_the_full_budget(tmp_path, capsys):
+    from scripts.results import verify
+
+    data = copy.deepcopy(EXAMPLE)
+    data["tables"] = {"main": {"caption": "", "spread": "std", "columns": ["searcher", "c10"],
+                               "rows": [["BOHB", {"mean": 5.754, "spread": 0.22, "digits": 3}]]}}  # fmt: skip
+    write_results(tmp_path / "results", data=data)
+    wd = fake_run(tmp_path / "wd", {"bohb": [(150, 5.7544, 0.2204)]}, mf=("bohb",))
+    assert verify.main(["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"c10={wd}"]) == 0
+    assert "1 of 1 cells reproduced" in capsys.readouterr().out
+
+
+def test_verify_names_a_wrong_column_in_one_line(site):
+    r = results_cli("verify", "t3", "--results-dir", str(site / "results"), "--workdir", "NB201=/nowhere")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--workdir names column 'NB201'; the table's columns are" in r.stderr

@@ -3,6 +3,7 @@
     python -m scripts.results [--check] [PAGE ...]     # no PAGE: README.md and every docs/**/*.md
     python -m scripts.results import WORKDIR --name NAME [--title T] [--command C] [--digits D] [--queries Q,...]
     python -m scripts.results import-bench BENCH.json --name NAME [--title T] [--command C]
+    python -m scripts.results verify NAME --workdir COLUMN=WORKDIR ... [--row LABEL=SEARCHER] [--write ...]
 
 ``--check`` prints ``PAGE:LINE: results NAME/TABLE row R column C: page has '...', results/NAME.json
 gives '...'`` for every differing cell and exits 1; a results file or marker that cannot be read stops
@@ -16,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from scripts.results import importing, pages, source
+from scripts.results import importing, pages, source, verify
 from scripts.results.source import ResultsError
 
 
@@ -87,6 +88,12 @@ def parser(kind: str) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "verify":
+        try:
+            return verify.main(argv[1:])
+        except ResultsError as e:
+            print(f"results error: {e}", file=sys.stderr)
+            return 2
     kind = argv[0] if argv and argv[0] in ("import", "import-bench") else "pages"
     args = parser(kind).parse_args(argv[1:] if kind != "pages" else argv)
     try:

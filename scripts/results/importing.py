@@ -23,10 +23,10 @@ from spaces.files import write_text_atomic
 PACKAGES = ("jax", "flax", "optax", "numpy")
 
 
-def versions() -> dict[str, str]:
+def versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     """The installed versions of the packages the figures depend on."""
     out = {}
-    for package in PACKAGES:
+    for package in packages:
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

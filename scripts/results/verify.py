@@ -1,0 +1,231 @@
+"""``python -m scripts.results verify``: does a rerun give the figures a results file reports?
+
+    python -m scripts.results verify table3 --workdir "NB201 cifar10=/tmp/t3_c10" \
+        --row "AlphaX, c = 0.1 (default)=alphax" [--table main] [--write --command "python -m ..."]
+
+Each ``--workdir COLUMN=WORKDIR[:QUERIES]`` maps one column of the table to a finished ``scripts.train``
+workdir; each row is the summary's searcher of the same name (``random search`` is ``random_search``,
+``ReMAADE`` is ``remaade``) or the one ``--row LABEL=SEARCHER`` names. A cell is read at ``QUERIES``, or the
+count its column names (``50 queries``), or the full budget (a multi-fidelity searcher: at the compute of
+the full budget); a column named ``(x1e-5)`` is in those units. A reported figure is reproduced when the
+run's mean (and spread) rounds to it at the decimals it was reported with; the run must have the trials
+the cell reports.
+
+``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
+``run`` its date, machine, versions and ``--command``, with a ``source`` that says what was reproduced.
+Cells no workdir covers stay as they were, and the ``source`` says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from scripts.results import importing, source
+from scripts.results.source import ResultsError
+
+VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy")
+FIGURE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)(?:\s*±\s*(\d+(?:\.\d+)?))?\s*$")
+UNITS = re.compile(r"\(x\s*(1e-?\d+)\)")
+QUERIES = re.compile(r"(\d+) (?:queries|evaluations)")
+
+
+@dataclass
+class Cell:
+    row: int  # 1-based, as --check names them
+    column: int
+    label: str
+    header: str
+    reported: str  # the figure as the file holds it
+    run_mean: float
+    run_spread: float
+    same: bool
+
+
+def decimals(text: str) -> int:
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def figure(cell) -> tuple[str, str | None] | None:
+    """(mean, spread) of a reported cell as the texts it was reported with; None when it holds no figure."""
+    if isinstance(cell, dict):
+        return repr(float(cell["mean"])), repr(float(cell["spread"])) if "spread" in cell else None
+    if isinstance(cell, (int, float)):
+        return repr(float(cell)), None
+    m = FIGURE.match(cell)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def rounds_to(value: float, text: str) -> bool:
+    d = decimals(text)
+    return math.isfinite(value) and f"{value:.{d}f}" == f"{float(text):.{d}f}"
+
+
+def parse_pairs(pairs: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.rpartition("=")
+        if not sep or not key or not value:
+            raise ResultsError(f"--{what} {pair!r}: write {what.upper()} as NAME=VALUE (the column or row label first)")
+        out[key] = value
+    return out
+
+
+def searcher_key(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
+def run_figure(summary: dict, searcher: str, queries: int | None) -> tuple[float, float, int]:
+    """(mean, std, trials) of ``searcher`` in ``summary`` at ``queries`` (None: the full budget)."""
+    s = summary["searchers"][searcher]
+    if queries is None and s.get("multi_fidelity"):
+        b = s["budget"]
+        i = b["fractions"].index(1.0)
+        return b["mean"][i], b["std"][i], int(s["num_trials"])
+    q = int(summary["max_queries"]) if queries is None else queries
+    if q not in s["queries"]:
+        raise ResultsError(f"the run reports {searcher} at queries {s['queries']}, not at {q}: give COLUMN=WORKDIR:Q")
+    i = s["queries"].index(q)
+    mean, std = s["mean"][i], s["std"][i]
+    return (math.nan if mean is None else mean), (math.nan if std is None else std), int(s["num_trials"])
+
+
+def compare(data: dict, table: dict, workdirs: dict[str, str], rows: dict[str, str]) -> tuple[list[Cell], list[str]]:
+    """Every cell a workdir covers, compared; and a line for each cell that could not be compared."""
+    header = table["columns"]
+    unknown = [c for c in workdirs if c not in header]
+    if unknown:
+        raise ResultsError(f"--workdir names column {unknown[0]!r}; the table's columns are {header}")
+    unknown = [r for r in rows if r not in [row[0] for row in table["rows"]]]
+    if unknown:
+        raise ResultsError(f"--row names row {unknown[0]!r}; the table's rows are {[row[0] for row in table['rows']]}")
+    cells, skipped = [], []
+    for column, spec in workdirs.items():
+        path, _, q = spec.partition(":")
+        summary = importing._read_json(Path(path) / "summary.json", "give the workdir of a finished scripts.train run")
+        c = header.index(column)
+        named = QUERIES.search(column)
+        queries = int(q) if q else int(named.group(1)) if named else None
+        units = UNITS.search(column)
+        scale = 1 / float(units.group(1)) if units else 1.0
+        for r, row in enumerate(table["rows"]):
+            label = str(row[0])
+            searcher = rows.get(label, searcher_key(label))
+            if searcher not in summary["searchers"]:
+                skipped.append(f"row {label!r} column {column!r}: no searcher {searcher!r} in {path}")
+                continue
+            reported = figure(row[c])
+            if reported is None:
+                skipped.append(f"row {label!r} column {column!r}: reports {row[c]!r}, no figure to compare")
+                continue
+            mean, std, n = run_figure(summary, searcher, queries)
+            want = row[c].get("n", data["run"]["trials"]) if isinstance(row[c], dict) else data["run"]["trials"]
+            if n != want:
+                skipped.append(f"row {label!r} column {column!r}: reported over {want} trials, the run has {n}")
+                continue
+            mean, std = mean * scale, std * scale
+            same = rounds_to(mean, reported[0]) and (reported[1] is None or rounds_to(std, reported[1]))
+            text = reported[0] + (f" ± {reported[1]}" if reported[1] else "")
+            cells.append(Cell(r + 1, c + 1, label, column, text, mean, std, same))
+    return cells, skipped
+
+
+def rewritten(cell, mean: float, std: float):
+    """``cell`` holding the run's figures, printed as the reported one was."""
+    if isinstance(cell, dict):
+        new = {**cell, "mean": importing._significant(mean)}
+        if "spread" in cell:
+            new["spread"] = importing._significant(std)
+        return new
+    m, s = figure(cell)
+    text = f"{mean:.{decimals(m)}f}"
+    return f"{text} ± {std:.{decimals(s)}f}" if s is not None else text
+
+
+def reported_on(run: dict) -> str:
+    date = re.search(r"\d{4}-\d{2}-\d{2}", run["date"])
+    return date.group(0) if date else run["date"]
+
+
+def source_text(date: str, old_run: dict, cells: list[Cell], table: dict, covered_all: bool) -> str:
+    on = reported_on(old_run)
+    differing = [c for c in cells if not c.same]
+    if differing:
+        where = "; ".join(f"{c.label} / {c.header}" for c in differing)
+        text = f"run {date}: differs from the figure reported on {on} in {where}"
+    elif covered_all:
+        text = f"run {date}: reproduced every cell reported on {on}"
+    else:
+        columns = ", ".join(dict.fromkeys(c.header for c in cells))
+        rows = ", ".join(dict.fromkeys(c.label for c in cells))
+        text = f"run {date}: reproduced every cell rerun ({len(cells)}: {columns}; rows {rows}) reported on {on}"
+    if not covered_all:
+        text += f"; the other cells: {old_run['source']}"
+    return text
+
+
+def verify(args) -> int:
+    folder = Path(args.results_dir)
+    data = source.load(args.name, folder)
+    table_name, table = source.table_of(data, args.name, args.table)
+    workdirs = parse_pairs(args.workdir, "workdir")
+    cells, skipped = compare(data, table, workdirs, parse_pairs(args.row, "row"))
+    for c in cells:
+        verdict = "reproduced" if c.same else "DIFFERS"
+        print(f"results/{args.name}.json {table_name} row {c.row} column {c.column} ({c.label} / {c.header}): "
+              f"reported {c.reported}, run {c.run_mean:.6g} ± {c.run_spread:.4g}: {verdict}")  # fmt: skip
+    for line in skipped:
+        print(f"not compared: {line}")
+    differing = sum(not c.same for c in cells)
+    print(f"{len(cells) - differing} of {len(cells)} cells reproduced, {len(skipped)} not compared")
+    if not args.write:
+        return 1 if differing or not cells else 0
+    if not cells:
+        raise ResultsError("no cell was compared: nothing to write (check --workdir and --row)")
+    if not args.command:
+        raise ResultsError("--write needs --command: the exact command(s) of the rerun, as a user would type them")
+    for c in cells:
+        if not c.same:
+            table["rows"][c.row - 1][c.column - 1] = rewritten(table["rows"][c.row - 1][c.column - 1],
+                                                              c.run_mean, c.run_spread)  # fmt: skip
+    figures = sum(figure(cell) is not None for row in table["rows"] for cell in row[1:])
+    covered_all = len(data["tables"]) == 1 and len(cells) == figures
+    date = max(importing.file_date(Path(p.partition(":")[0]) / "summary.json") for p in workdirs.values())
+    old = dict(data["run"])
+    data["run"].update(
+        command=args.command,
+        machine=importing.machine(args.machine_note),
+        date=date,
+        versions=importing.versions(VERSIONED),
+        source=source_text(date, old, cells, table, covered_all),
+    )
+    source.check(data, f"results/{args.name}.json")
+    print(f"wrote {importing.write(data, args.name, folder)}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m scripts.results verify", description=__doc__.split("\n\n")[0])
+    p.add_argument("name", help="the results file: results/NAME.json")
+    p.add_argument("--results-dir", default=str(source.RESULTS_DIR), help="where the results files are")
+    p.add_argument("--table", default=None, help="the table of the file (default: its only table or 'main')")
+    p.add_argument("--workdir", action="append", default=[], required=True,
+                   help="COLUMN=WORKDIR[:QUERIES]: the column a finished scripts.train workdir reruns")  # fmt: skip
+    p.add_argument("--row", action="append", default=[], help="LABEL=SEARCHER: the summary's searcher of a row")
+    p.add_argument("--write", action="store_true", help="write the rerun's facts (and differing cells) into the file")
+    p.add_argument("--command", default="", help="with --write: the command(s) of the rerun")
+    p.add_argument("--machine-note", default="", help="with --write: added to the machine, e.g. 'load ~6'")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    return verify(parser().parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

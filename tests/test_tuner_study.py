@@ -13,7 +13,8 @@ import pytest
 
 from nas.engine.incumbent import incumbent_indices, top_fidelity_score
 from nas.engine.multi_fidelity_runner import make_mf_search
-from nas.host.study import Study, create_study, study_arguments
+from nas.host.study import Study, create_study
+from nas.host.study_budget import study_arguments
 from nas.host.task_search import run_task_mf_search
 from nas.host.trials import BudgetSpent, NoTrialNow
 from nas.searchers import make_searcher

@@ -128,6 +128,7 @@ def test_report_order_reads_optuna_order_and_never_swaps_silently():
     assert read(2.0, float("nan"))[0][1] == 2.0
     assert read(0.5, 2.0) == ((0.5, 2.0), [FutureWarning])  # both could be the step: Optuna's, and it says so
     assert read(0.25, 0.5) == ((0.25, 0.5), [FutureWarning])
+    assert read(-0.5, 2.0) == ((-0.5, 2.0), [])  # a negative first number is no step: Optuna's, unambiguous
 
 
 def _pruned_study(**kwargs):

@@ -76,7 +76,8 @@ except ImportError as e:  # optional dependency
 
 from nas.adapters.optuna_sampler import _declaration, _distribution, _draw
 from nas.host.job_driver import check_multi_fidelity
-from nas.host.study import Study, study_arguments
+from nas.host.study import Study
+from nas.host.study_budget import study_arguments
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial, checkpoint_key
 from spaces.params import Categorical, Float, Int
 

@@ -69,7 +69,8 @@ except ImportError as e:  # optional dependency
 
 from nas.adapters.ray_tune import _GRID, declared_params
 from nas.host.job_driver import check_multi_fidelity
-from nas.host.study import Study, study_arguments
+from nas.host.study import Study
+from nas.host.study_budget import study_arguments
 from nas.host.trials import BudgetSpent, NoTrialNow, Trial
 from spaces.base import Space
 from spaces.data_files import read_pickle

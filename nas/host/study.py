@@ -76,6 +76,7 @@ from nas.host.optimize import check_arguments, run_optimize
 from nas.host.progress import make_progress
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
+from nas.host.study_budget import study_budget
 from nas.host.study_space import make_space
 from nas.host.suggest import declarations
 from nas.host.trials import Trial, as_cost, nonfinite, read_values
@@ -388,69 +389,6 @@ NO_SPACE = ("create_study needs the search space: nasjax's searchers are compile
             "study is created (define-and-run), e.g. nas.create_study({'lr': nas.Float(1e-4, 1, log=True), "
             "'layers': nas.Int(1, 4)}, searcher='random_search'); the objective then reads "
             "trial.suggest_float('lr', 1e-4, 1, log=True) or trial.params['lr']")  # fmt: skip
-
-DEFAULT_QUERIES = 100  # the budget when none is given: 100 trials, or 100 full trainings' worth of compute
-
-
-def _positive_whole(name: str, x) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"{name} must be a positive integer, got {x!r}")
-    return int(x)
-
-
-def study_budget(searcher, jobs: bool, fidelities, max_queries, max_trials, max_resource) -> int:
-    """The searcher's budget (its options' ``max_queries``) from the Study's budget argument: ``max_trials``
-    (a single-fidelity searcher: how many trials) or ``max_resource`` (a multi-fidelity searcher: compute in
-    the fidelities' unit, a whole number of full trainings ``fidelities[-1]``); nasjax 0.2's ``max_queries``
-    (trials, or full trainings) works with a ``DeprecationWarning``. Each mistake is one line."""
-    given = [n for n, v in (("max_queries", max_queries), ("max_trials", max_trials), ("max_resource", max_resource))
-             if v is not None]  # fmt: skip
-    if len(given) > 1:
-        raise ValueError(f"give the study one budget, not {' and '.join(given)}: max_trials= for a single-fidelity "
-                         "searcher, max_resource= for a multi-fidelity one")  # fmt: skip
-    if max_queries is not None:
-        q = _positive_whole("max_queries", max_queries)
-        new = f"max_resource={q} * fidelities[-1] (compute, in the fidelities' unit)" if jobs else f"max_trials={q}"
-        warnings.warn(f"max_queries= is deprecated (it meant trials, or full trainings for a multi-fidelity searcher): "
-                      f"give {new}", DeprecationWarning, stacklevel=4)  # fmt: skip
-        return q
-    if jobs and max_trials is not None:
-        raise ValueError(f"{searcher!r} is multi-fidelity: its budget is compute, max_resource= in the fidelities' "
-                         "unit (max_resource=20 * fidelities[-1]: twenty full trainings' worth); max_trials= is a "
-                         "single-fidelity searcher's; optimize(n_trials=...) counts one call's trials")  # fmt: skip
-    if not jobs and max_resource is not None:
-        raise ValueError(f"max_resource= is a multi-fidelity searcher's compute budget; {searcher!r} evaluates each "
-                         "trial once: give max_trials=... (how many trials the searcher plans for)")  # fmt: skip
-    if max_trials is not None:
-        return _positive_whole("max_trials", max_trials)
-    if max_resource is None or not fidelities:
-        return DEFAULT_QUERIES  # a multi-fidelity searcher without fidelities is refused by its driver
-    ok = isinstance(max_resource, (int, float, np.integer, np.floating)) and not isinstance(max_resource, bool)
-    top = fidelities[-1]
-    full = float(max_resource) / float(top) if ok and np.isfinite(max_resource) and max_resource > 0 else 0.0
-    if round(full) < 1 or abs(full - round(full)) > 1e-9 * max(1.0, full):
-        some = ", ".join(f"{k * top:g}" for k in (1, 10, 20))
-        raise ValueError(f"max_resource must be a whole number of full trainings (fidelities[-1]={top:g} each, e.g. "
-                         f"{some}), got {max_resource!r}")  # fmt: skip
-    return int(round(full))
-
-
-def study_arguments(arguments: dict) -> dict:
-    """``arguments`` for ``Study(**...)`` with nasjax 0.2's ``max_queries`` (trials, or full trainings) as the
-    budget argument of today for its ``searcher``: ``max_trials``, or ``max_resource`` (``max_queries *
-    fidelities[-1]``); for code that keeps a searcher's budget as ``max_queries`` (the adapters' samplers)."""
-    out = dict(arguments)
-    if out.get("max_queries") is None:
-        out.pop("max_queries", None)
-        return out
-    q, fidelities = out.pop("max_queries"), out.get("fidelities")
-    searcher = out.get("searcher", "regularized_evolution")
-    if isinstance(searcher, str) and is_multi_fidelity(searcher) and fidelities:
-        out["max_resource"] = q * list(fidelities)[-1]
-    elif isinstance(searcher, str) and not is_multi_fidelity(searcher):
-        out["max_trials"] = q
-    return out  # a searcher object's budget is its own; a multi-fidelity one without fidelities is refused
-
 
 def create_study(space: Space | dict[str, Any] | None = None, searcher: str = "regularized_evolution",
                  **kwargs) -> Study:  # fmt: skip

@@ -37,7 +37,8 @@ from nas.core.multi_fidelity import MultiFidelitySearcher
 from nas.engine.incumbent import incumbent_indices
 from nas.engine.multi_fidelity_runner import MFHistory, empty_mf_history
 from nas.host.mf_schedule import charge
-from nas.host.study import Study, study_arguments
+from nas.host.study import Study
+from nas.host.study_budget import study_arguments
 from nas.host.trials import BudgetSpent
 
 

@@ -26,8 +26,8 @@ for one release two positional numbers are read by ``report_order``, which never
 - the old order, with a ``DeprecationWarning``, when only that reading is possible or the numbers say so:
   the second is not a step (negative, NaN, infinite) while the first is, or the first is a whole number
   and the second is not (``report(3, 0.41)``);
-- else (two floats such as ``report(0.5, 2.0)``) Optuna's order with a ``FutureWarning`` that asks for
-  ``step=``.
+- else, where both readings are possible (two floats such as ``report(0.5, 2.0)``), Optuna's order with a
+  ``FutureWarning`` that asks for ``step=``.
 
 **Deprecated for one release:** an objective written for nasjax 0.2, ``def objective(params):
 params["lr"]``, gets the trial and reads it like its params (``trial["lr"]``, ``keys``, ``items``,
@@ -79,7 +79,16 @@ _UNSET = object()
 
 @dataclasses.dataclass(eq=False)
 class Trial:
-    """A configuration to evaluate, handed to the objective (module docstring: suggest, report, budget)."""
+    """A configuration to evaluate: what ``study.optimize`` hands the objective, and ``study.ask`` returns.
+
+    Read its hyperparameters with ``trial.params[name]`` or Optuna's ``trial.suggest_float(name, low, high,
+    log=...)``, ``suggest_int``, ``suggest_categorical(name, choices)`` (the searcher's value; the arguments
+    must match the study's declared space). ``number``; ``budget`` (a multi-fidelity study: train to this many
+    epochs or steps), ``parent`` and ``parent_checkpoint_dir`` (a promotion: the training it continues),
+    ``checkpoint_dir`` (save here); ``report(value, step)`` and ``should_prune()`` (a pruner);
+    ``set_user_attr(key, value)``. Once told: ``state``, ``value`` (``values`` with several directions),
+    ``intermediate_values``, ``cost``, ``datetime_start``/``datetime_complete``, ``duration``, ``user_attrs``.
+    """
 
     number: int
     tokens: np.ndarray  # int32[N]
@@ -238,7 +247,7 @@ def report_order(trial: Trial, first, second) -> tuple:
                           "nasjax 0.2's order (deprecated): write trial.report(value, step), Optuna's order, "
                           f"e.g. trial.report({second!r}, {first!r})", DeprecationWarning, stacklevel=3)  # fmt: skip
         return second, first
-    if not integer and _step_like(second) and "ambiguous" not in trial._warned:
+    if not integer and _step_like(first) and _step_like(second) and "ambiguous" not in trial._warned:
         trial._warned.add("ambiguous")
         warnings.warn(f"trial.report({first!r}, {second!r}) is read as value={first!r}, step={second!r} (Optuna's "
                       "order; nasjax 0.2 took the step first): write trial.report(value, step=...) to say so",

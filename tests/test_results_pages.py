@@ -301,8 +301,11 @@ def test_a_rerun_is_verified_cell_by_cell_and_written(tmp_path, capsys):
     assert verify.main(base) == 0  # reproduced at the decimals each figure was reported with
     out = capsys.readouterr().out
     assert "row 2 column 2 (AlphaX, c = 0.1 / 50 queries): reported 5.7 ± 0.2, run 5.7049 ± 0.2049: reproduced" in out
-    assert "not compared: row 'TPE' column '50 queries': reported over 20 trials, the run has 500" in out
+    assert f"not compared: row 'TPE' column '50 queries': reported over 20 trials, {c10} has 500" in out
     assert "2 of 2 cells reproduced, 1 not compared" in out
+    tpe = fake_run(tmp_path / "tpe", {"tpe": [(50, 8.5, 0.5)]}, trials=20)  # a row from another run of the column
+    assert verify.main([*base, "--workdir", f"50 queries={tpe}"]) == 0
+    assert "3 of 3 cells reproduced, 0 not compared" in capsys.readouterr().out
     # naval: in the column's units (x1e-5); 4.4849e-5 is 4.48, but its std 1.849e-5 is 1.8, not 1.9
     assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}:150"]) == 0
     naval = fake_run(tmp_path / "naval2", {"random_search": [(150, 4.52e-5, 1.849e-5)]})

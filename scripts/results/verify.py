@@ -64,13 +64,13 @@ def rounds_to(value: float, text: str) -> bool:
     return math.isfinite(value) and f"{value:.{d}f}" == f"{float(text):.{d}f}"
 
 
-def parse_pairs(pairs: list[str], what: str) -> dict[str, str]:
-    out = {}
+def parse_pairs(pairs: list[str], what: str) -> list[tuple[str, str]]:
+    out = []
     for pair in pairs:
         key, sep, value = pair.rpartition("=")
         if not sep or not key or not value:
             raise ResultsError(f"--{what} {pair!r}: write {what.upper()} as NAME=VALUE (the column or row label first)")
-        out[key] = value
+        out.append((key, value))
     return out
 
 
@@ -93,17 +93,20 @@ def run_figure(summary: dict, searcher: str, queries: int | None) -> tuple[float
     return (math.nan if mean is None else mean), (math.nan if std is None else std), int(s["num_trials"])
 
 
-def compare(data: dict, table: dict, workdirs: dict[str, str], rows: dict[str, str]) -> tuple[list[Cell], list[str]]:
-    """Every cell a workdir covers, compared; and a line for each cell that could not be compared."""
+def compare(
+    data: dict, table: dict, workdirs: list[tuple[str, str]], rows: dict[str, str]
+) -> tuple[list[Cell], list[str]]:
+    """Every cell a workdir covers, compared (a column's first workdir that has the row's searcher); and a
+    line for each cell that could not be compared."""
     header = table["columns"]
-    unknown = [c for c in workdirs if c not in header]
+    unknown = [c for c, _ in workdirs if c not in header]
     if unknown:
         raise ResultsError(f"--workdir names column {unknown[0]!r}; the table's columns are {header}")
     unknown = [r for r in rows if r not in [row[0] for row in table["rows"]]]
     if unknown:
         raise ResultsError(f"--row names row {unknown[0]!r}; the table's rows are {[row[0] for row in table['rows']]}")
-    cells, skipped = [], []
-    for column, spec in workdirs.items():
+    cells, skipped, trials, done = [], [], [], set()
+    for column, spec in workdirs:
         path, _, q = spec.partition(":")
         summary = importing._read_json(Path(path) / "summary.json", "give the workdir of a finished scripts.train run")
         c = header.index(column)
@@ -114,22 +117,35 @@ def compare(data: dict, table: dict, workdirs: dict[str, str], rows: dict[str, s
         for r, row in enumerate(table["rows"]):
             label = str(row[0])
             searcher = rows.get(label, searcher_key(label))
+            if (r, c) in done:
+                continue
             if searcher not in summary["searchers"]:
-                skipped.append(f"row {label!r} column {column!r}: no searcher {searcher!r} in {path}")
                 continue
             reported = figure(row[c])
             if reported is None:
                 skipped.append(f"row {label!r} column {column!r}: reports {row[c]!r}, no figure to compare")
+                done.add((r, c))
                 continue
             mean, std, n = run_figure(summary, searcher, queries)
             want = row[c].get("n", data["run"]["trials"]) if isinstance(row[c], dict) else data["run"]["trials"]
             if n != want:
-                skipped.append(f"row {label!r} column {column!r}: reported over {want} trials, the run has {n}")
+                trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))
                 continue
             mean, std = mean * scale, std * scale
             same = rounds_to(mean, reported[0]) and (reported[1] is None or rounds_to(std, reported[1]))
             text = reported[0] + (f" ± {reported[1]}" if reported[1] else "")
             cells.append(Cell(r + 1, c + 1, label, column, text, mean, std, same))
+            done.add((r, c))
+    for at, line in trials:  # another run of the column may have the trials reported
+        if at not in done:
+            skipped.append(line)
+            done.add(at)
+    for column in dict(workdirs):
+        c = header.index(column)
+        for r, row in enumerate(table["rows"]):
+            if (r, c) not in done:
+                searcher = rows.get(str(row[0]), searcher_key(str(row[0])))
+                skipped.append(f"row {row[0]!r} column {column!r}: no searcher {searcher!r} in its workdirs")
     return cells, skipped
 
 
@@ -172,7 +188,7 @@ def verify(args) -> int:
     data = source.load(args.name, folder)
     table_name, table = source.table_of(data, args.name, args.table)
     workdirs = parse_pairs(args.workdir, "workdir")
-    cells, skipped = compare(data, table, workdirs, parse_pairs(args.row, "row"))
+    cells, skipped = compare(data, table, workdirs, dict(parse_pairs(args.row, "row")))
     for c in cells:
         verdict = "reproduced" if c.same else "DIFFERS"
         print(f"results/{args.name}.json {table_name} row {c.row} column {c.column} ({c.label} / {c.header}): "
@@ -193,7 +209,7 @@ def verify(args) -> int:
                                                               c.run_mean, c.run_spread)  # fmt: skip
     figures = sum(figure(cell) is not None for row in table["rows"] for cell in row[1:])
     covered_all = len(data["tables"]) == 1 and len(cells) == figures
-    date = max(importing.file_date(Path(p.partition(":")[0]) / "summary.json") for p in workdirs.values())
+    date = max(importing.file_date(Path(p.partition(":")[0]) / "summary.json") for _, p in workdirs)
     old = dict(data["run"])
     data["run"].update(
         command=args.command,
@@ -213,7 +229,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=str(source.RESULTS_DIR), help="where the results files are")
     p.add_argument("--table", default=None, help="the table of the file (default: its only table or 'main')")
     p.add_argument("--workdir", action="append", default=[], required=True,
-                   help="COLUMN=WORKDIR[:QUERIES]: the column a finished scripts.train workdir reruns")  # fmt: skip
+                   help="COLUMN=WORKDIR[:QUERIES]: the column a finished scripts.train workdir reruns (repeat it: "
+                   "a column's rows may come from several runs)")  # fmt: skip
     p.add_argument("--row", action="append", default=[], help="LABEL=SEARCHER: the summary's searcher of a row")
     p.add_argument("--write", action="store_true", help="write the rerun's facts (and differing cells) into the file")
     p.add_argument("--command", default="", help="with --write: the command(s) of the rerun")

@@ -9,7 +9,8 @@ workdir; each row is the summary's searcher of the same name (``random search`` 
 count its column names (``50 queries``), or the full budget (a multi-fidelity searcher: at the compute of
 the full budget); a column named ``(x1e-5)`` is in those units. A reported figure is reproduced when the
 run's mean (and spread) rounds to it at the decimals it was reported with; the run must have the trials
-the cell reports.
+the cell reports; a table whose spread is "se" is compared with the std over the square root of them.
+A spread is reproduced as the population std (``summary.json``'s) or the sample one (n - 1).
 
 ``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
 ``run`` its date, machine, versions and ``--command``, with a ``source`` that says what was reproduced.
@@ -28,7 +29,7 @@ from scripts.results import importing, source
 from scripts.results.source import ResultsError
 
 VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy")
-FIGURE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)(?:\s*±\s*(\d+(?:\.\d+)?))?\s*$")
+FIGURE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)(?:\s*±\s*(\d+(?:\.\d+)?))?(\s*\([^()]*\))?\s*$")
 UNITS = re.compile(r"\(x\s*(1e-?\d+)\)")
 QUERIES = re.compile(r"(\d+) (?:queries|evaluations)")
 
@@ -55,7 +56,7 @@ def figure(cell) -> tuple[str, str | None] | None:
         return repr(float(cell["mean"])), repr(float(cell["spread"])) if "spread" in cell else None
     if isinstance(cell, (int, float)):
         return repr(float(cell)), None
-    m = FIGURE.match(cell)
+    m = FIGURE.match(cell)  # "3.531 ± 0.032" or "3.531 ± 0.032 (39 %)": the note is not compared
     return (m.group(1), m.group(2)) if m else None
 
 
@@ -131,8 +132,11 @@ def compare(
             if n != want:
                 trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))
                 continue
-            mean, std = mean * scale, std * scale
-            same = rounds_to(mean, reported[0]) and (reported[1] is None or rounds_to(std, reported[1]))
+            mean, std = mean * scale, std * scale / (math.sqrt(n) if table["spread"] == "se" else 1)
+            sample = std * math.sqrt(n / (n - 1)) if n > 1 else std  # the spread as reported with ddof=1
+            same = rounds_to(mean, reported[0]) and (
+                reported[1] is None or rounds_to(std, reported[1]) or rounds_to(sample, reported[1])
+            )
             text = reported[0] + (f" ± {reported[1]}" if reported[1] else "")
             cells.append(Cell(r + 1, c + 1, label, column, text, mean, std, same))
             done.add((r, c))
@@ -157,8 +161,8 @@ def rewritten(cell, mean: float, std: float):
             new["spread"] = importing._significant(std)
         return new
     m, s = figure(cell)
-    text = f"{mean:.{decimals(m)}f}"
-    return f"{text} ± {std:.{decimals(s)}f}" if s is not None else text
+    text = f"{mean:.{decimals(m)}f}" + (f" ± {std:.{decimals(s)}f}" if s is not None else "")
+    return text + (FIGURE.match(cell).group(3) or "")
 
 
 def reported_on(run: dict) -> str:

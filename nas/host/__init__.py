@@ -5,8 +5,9 @@
   ``batch_driver`` (a single-fidelity searcher's batches, told when complete) or ``job_driver`` (a
   multi-fidelity searcher's jobs, worker slots and promotions, through ``mf_schedule``: the compiled
   engine's steps, budget and keys, one event at a time).
-- ``trials``: ``Trial`` (params, budget, parent, checkpoint folders, ``report``/``should_prune``),
-  ``TrialPruned``, ``NoTrialNow``, ``BudgetSpent``.
+- ``trials``: ``Trial``, what the objective gets (params and Optuna's ``suggest_*`` calls, checked by
+  ``suggest``; budget, parent, checkpoint folders, ``report(value, step)``/``should_prune``),
+  ``TrialPruned``, ``NoTrialNow``, ``BudgetSpent``; ``study_budget``: ``max_trials`` or ``max_resource``.
 - ``objectives``: ``directions=[...]``, several values per trial (Optuna's multi-objective studies):
   the checks, the row a multi-objective searcher is told, ``best_trials`` (the Pareto front).
 - ``pruning``: ASHA's stopping rule and Hyperband's brackets as pruners (jitted decisions on rung arrays).

@@ -349,13 +349,14 @@ def test_a_standard_error_and_a_noted_figure_are_verified(tmp_path, capsys):
     data = copy.deepcopy(EXAMPLE)
     data["run"]["trials"] = 100
     data["tables"] = {"main": {"caption": "", "spread": "se", "columns": ["S", "1"],
-                               "rows": [["remaade", "3.531 ± 0.032 (39 %)"]]}}  # fmt: skip
+                               "rows": [["default (`remaade`)", "3.531 ± 0.032 (39 %)"]]}}  # fmt: skip
     write_results(tmp_path / "results", data=data)
     wd = fake_run(tmp_path / "wd", {"remaade": [(150, 3.5312, 0.32)]}, trials=100)  # se 0.032
-    args = ["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"1={wd}"]
+    args = ["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"1={wd}:150"]
     assert verify.main(args) == 0
     wd = fake_run(tmp_path / "wd2", {"remaade": [(150, 3.5412, 0.32)]}, trials=100)
-    args[-1] = f"1={wd}"
+    args[-1] = f"1={wd}:150"
     assert verify.main([*args, "--write", "--command", "python -m scripts.train"]) == 0
-    assert source.load("t3", tmp_path / "results")["tables"]["main"]["rows"] == [["remaade", "3.541 ± 0.032 (39 %)"]]
+    rows = source.load("t3", tmp_path / "results")["tables"]["main"]["rows"]
+    assert rows == [["default (`remaade`)", "3.541 ± 0.032 (39 %)"]]  # the row names its searcher in backticks
     assert "reported 3.531 ± 0.032, run 3.5412 ± 0.032: DIFFERS" in capsys.readouterr().out

@@ -5,12 +5,13 @@
 
 Each ``--workdir COLUMN=WORKDIR[:QUERIES]`` maps one column of the table to a finished ``scripts.train``
 workdir; each row is the summary's searcher of the same name (``random search`` is ``random_search``,
-``ReMAADE`` is ``remaade``) or the one ``--row LABEL=SEARCHER`` names. A cell is read at ``QUERIES``, or the
-count its column names (``50 queries``), or the full budget (a multi-fidelity searcher: at the compute of
-the full budget); a column named ``(x1e-5)`` is in those units. A reported figure is reproduced when the
-run's mean (and spread) rounds to it at the decimals it was reported with; the run must have the trials
-the cell reports; a table whose spread is "se" is compared with the std over the square root of them.
-A spread is reproduced as the population std (``summary.json``'s) or the sample one (n - 1).
+``ReMAADE`` is ``remaade``, ``default (`remaade`)`` too) or the one ``--row LABEL=SEARCHER`` names. A
+cell is read at ``QUERIES``, or the count its column names (``50 queries``, ``50 q``), or the full budget
+(a multi-fidelity searcher: at the compute of the full budget); a column named ``(x1e-5)`` is in those
+units. A reported figure is reproduced when the run's mean (and spread) rounds to it at the decimals it
+was reported with; the run must have the trials the cell reports. A table whose spread is "se" is
+compared with the std over the square root of them; a spread is reproduced as the population std
+(``summary.json``'s) or the sample one (n - 1).
 
 ``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
 ``run`` its date, machine, versions and ``--command``, with a ``source`` that says what was reproduced.
@@ -31,7 +32,8 @@ from scripts.results.source import ResultsError
 VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy")
 FIGURE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)(?:\s*±\s*(\d+(?:\.\d+)?))?(\s*\([^()]*\))?\s*$")
 UNITS = re.compile(r"\(x\s*(1e-?\d+)\)")
-QUERIES = re.compile(r"(\d+) (?:queries|evaluations)")
+QUERIES = re.compile(r"(\d+) (?:queries|evaluations|q)\b")
+NAMED = re.compile(r"`([a-z0-9_]+)(?:<[A-Z]+>)?`")
 
 
 @dataclass
@@ -76,7 +78,9 @@ def parse_pairs(pairs: list[str], what: str) -> list[tuple[str, str]]:
 
 
 def searcher_key(label: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    """The searcher a row label names: ``default (`remaade`)`` is remaade, ``random search`` random_search."""
+    named = NAMED.search(label)
+    return named.group(1) if named else re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 def run_figure(summary: dict, searcher: str, queries: int | None) -> tuple[float, float, int]:

@@ -196,6 +196,10 @@ def test_the_budget_is_max_trials_or_max_resource_and_max_queries_still_works():
     sf.optimize(lambda t: t.params["a"])
     old_sf.optimize(lambda t: t.params["a"])
     assert [t.params for t in sf.trials] == [t.params for t in old_sf.trials]
+    with pytest.raises(ValueError, match=r"n_trials=5 exceeds the remaining budget \(3 of max_trials=3\); create the "
+                       r"study with max_trials=5") as e:  # fmt: skip
+        Study(SMALL, "random_search", seed=0, max_trials=3).optimize(lambda t: 0.0, n_trials=5)  # Optuna's habit
+    one_line(e)
     with pytest.raises(ValueError, match="max_trials=100 exceeds the 12 distinct configurations") as e:
         Study(SMALL, "random_search")  # the default budget: 100 trials
     one_line(e)

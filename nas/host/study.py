@@ -321,8 +321,9 @@ class Study(StudyBase):
         left = self._driver.trials_left()
         if left is not None:
             if n_trials is not None and n_trials > left:
+                more = "" if self.trials else f"; create the study with max_trials={n_trials} (the trials it plans for)"
                 raise ValueError(f"n_trials={n_trials} exceeds the remaining budget ({left} of "
-                                 f"max_trials={self.max_queries})")  # fmt: skip
+                                 f"{self.budget_name}={self.max_queries}){more}")  # fmt: skip
             n_trials = left if n_trials is None else n_trials
         run_optimize(self, fn, n_trials, workers, a["catch"], a["retries"], timeout=a["timeout"],
                      progress=make_progress(self, show_progress))  # fmt: skip

@@ -360,3 +360,22 @@ def test_a_standard_error_and_a_noted_figure_are_verified(tmp_path, capsys):
     rows = source.load("t3", tmp_path / "results")["tables"]["main"]["rows"]
     assert rows == [["default (`remaade`)", "3.541 ± 0.032 (39 %)"]]  # the row names its searcher in backticks
     assert "reported 3.531 ± 0.032, run 3.5412 ± 0.032: DIFFERS" in capsys.readouterr().out
+
+
+def test_a_hypervolume_gap_is_read_at_its_share_of_the_budget(tmp_path, capsys):
+    from scripts.results import verify
+
+    data = copy.deepcopy(EXAMPLE)
+    data["run"]["trials"] = 100
+    data["tables"] = {"main": {"caption": "", "spread": "se", "columns": ["searcher", "naval 25 %", "naval 100 %"],
+                               "rows": [["NSGA-II", {"mean": 31.1, "digits": 1},
+                                         {"mean": 7.6, "spread": 0.4, "digits": 1}]]}}  # fmt: skip
+    write_results(tmp_path / "results", data=data)
+    wd = fake_run(tmp_path / "wd", {"nsga2": [(150, 1.0, 1.0)]}, trials=100)
+    summary = json.loads((wd / "summary.json").read_text())
+    summary["pareto"] = {"searchers": {"nsga2": {"fractions": [0.25, 0.5, 1.0], "num_trials": 100,
+                                                 "gap": {"mean": [31.14, 20.0, 7.58], "se": [1.0, 1.0, 0.41]}}}}
+    (wd / "summary.json").write_text(json.dumps(summary))  # fmt: skip
+    args = ["t3", "--results-dir", str(tmp_path / "results"), "--row", "NSGA-II=nsga2"]
+    assert verify.main([*args, "--workdir", f"naval 25 %={wd}", "--workdir", f"naval 100 %={wd}"]) == 0
+    assert "2 of 2 cells reproduced" in capsys.readouterr().out

@@ -7,7 +7,8 @@ Each ``--workdir COLUMN=WORKDIR[:QUERIES]`` maps one column of the table to a fi
 workdir; each row is the summary's searcher of the same name (``random search`` is ``random_search``,
 ``ReMAADE`` is ``remaade``, ``default (`remaade`)`` too) or the one ``--row LABEL=SEARCHER`` names. A
 cell is read at ``QUERIES``, or the count its column names (``50 queries``, ``50 q``), or the full budget
-(a multi-fidelity searcher: at the compute of the full budget); a column named ``(x1e-5)`` is in those
+(a multi-fidelity searcher: at the compute of the full budget), a column named ``25 %`` is a
+multi-objective run's hypervolume gap at that share of the budget, one named ``(x1e-5)`` is in those
 units. A reported figure is reproduced when the run's mean (and spread) rounds to it at the decimals it
 was reported with; the run must have the trials the cell reports. A table whose spread is "se" is
 compared with the std over the square root of them; a spread is reproduced as the population std
@@ -33,6 +34,7 @@ VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy")
 FIGURE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)(?:\s*±\s*(\d+(?:\.\d+)?))?(\s*\([^()]*\))?\s*$")
 UNITS = re.compile(r"\(x\s*(1e-?\d+)\)")
 QUERIES = re.compile(r"(\d+) (?:queries|evaluations|q)\b")
+PERCENT = re.compile(r"(\d+) %")
 NAMED = re.compile(r"`([a-z0-9_]+)(?:<[A-Z]+>)?`")
 
 
@@ -83,6 +85,16 @@ def searcher_key(label: str) -> str:
     return named.group(1) if named else re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
+def gap_figure(summary: dict, searcher: str, fraction: float) -> tuple[float, float, int]:
+    """(mean, std, trials) of a multi-objective run's hypervolume gap (%) at ``fraction`` of the budget."""
+    if "pareto" not in summary:
+        raise ResultsError("a column named 'N %' reads a multi-objective run's hypervolume gap: this run has none")
+    s = summary["pareto"]["searchers"][searcher]
+    i = [round(f, 6) for f in s["fractions"]].index(round(fraction, 6))
+    n = int(s["num_trials"])
+    return s["gap"]["mean"][i], s["gap"]["se"][i] * math.sqrt(n), n  # the summary holds the s.e.
+
+
 def run_figure(summary: dict, searcher: str, queries: int | None) -> tuple[float, float, int]:
     """(mean, std, trials) of ``searcher`` in ``summary`` at ``queries`` (None: the full budget)."""
     s = summary["searchers"][searcher]
@@ -115,7 +127,7 @@ def compare(
         path, _, q = spec.partition(":")
         summary = importing._read_json(Path(path) / "summary.json", "give the workdir of a finished scripts.train run")
         c = header.index(column)
-        named = QUERIES.search(column)
+        named, percent = QUERIES.search(column), PERCENT.search(column)
         queries = int(q) if q else int(named.group(1)) if named else None
         units = UNITS.search(column)
         scale = 1 / float(units.group(1)) if units else 1.0
@@ -124,14 +136,17 @@ def compare(
             searcher = rows.get(label, searcher_key(label))
             if (r, c) in done:
                 continue
-            if searcher not in summary["searchers"]:
+            if searcher not in (summary.get("pareto", summary) if percent and not q else summary)["searchers"]:
                 continue
             reported = figure(row[c])
             if reported is None:
                 skipped.append(f"row {label!r} column {column!r}: reports {row[c]!r}, no figure to compare")
                 done.add((r, c))
                 continue
-            mean, std, n = run_figure(summary, searcher, queries)
+            if percent and not q:
+                mean, std, n = gap_figure(summary, searcher, int(percent.group(1)) / 100)
+            else:
+                mean, std, n = run_figure(summary, searcher, queries)
             want = row[c].get("n", data["run"]["trials"]) if isinstance(row[c], dict) else data["run"]["trials"]
             if n != want:
                 trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))

@@ -293,3 +293,43 @@ def test_process_workers_suggest_report_and_bring_user_attrs_back():
     assert {t.number: t.user_attrs for t in inline.trials} == {
         t.number: {"stopped_at": max(t.intermediate_values) if t.state == "pruned" else None} for t in inline.trials
     }
+
+
+# journals written by nasjax before the budget arguments were renamed (at 587e4ff), byte for byte; the mf one
+# stops after four results, as a study killed mid-run
+OLD_SF_JOURNAL = """\
+{"event":"study","kind":"single","version":2,"settings":{"space":{"a":[1,2,3,4],"b":[0.1,0.2,0.3]},"searcher":"random_search","direction":"minimize","seed":0,"directions":null,"max_queries":3,"pruner":null,"pruned":"last_value","directory":null}}
+{"event":"ask","number":0,"tokens":[3,2],"start":"2026-12-02T01:07:30.828356"}
+{"event":"tell","number":0,"state":"complete","value":1.2,"cost":3.1106001188163646e-05,"complete":"2026-12-02T01:07:30.837985"}
+{"event":"ask","number":1,"tokens":[0,1],"start":"2026-12-02T01:07:30.908469"}
+{"event":"tell","number":1,"state":"complete","value":0.2,"cost":2.9234000976430252e-05,"complete":"2026-12-02T01:07:30.917751"}
+{"event":"ask","number":2,"tokens":[2,0],"start":"2026-12-02T01:07:30.922278"}
+{"event":"tell","number":2,"state":"complete","value":0.30000000000000004,"cost":3.091600046900567e-05,"complete":"2026-12-02T01:07:30.929812"}
+"""
+OLD_MF_JOURNAL = """\
+{"event":"study","kind":"multi_fidelity","version":2,"settings":{"space":{"a":[1,2,3,4],"b":[0.1,0.2,0.3]},"searcher":"asha","direction":"maximize","seed":0,"max_queries":2,"fidelities":[1,3,9],"workers":1,"continues":true,"directory":null}}
+{"event":"ask","number":0,"tokens":[0,1],"start":"2026-12-02T01:07:35.455359","fidelity":0}
+{"event":"tell","number":0,"state":"complete","value":0.30000000000000004,"cost":6.118998499005102e-06,"complete":"2026-12-02T01:07:35.469849"}
+{"event":"ask","number":1,"tokens":[1,1],"start":"2026-12-02T01:07:36.305335","fidelity":0}
+{"event":"tell","number":1,"state":"complete","value":0.5,"cost":5.427998985396698e-06,"complete":"2026-12-02T01:07:36.306470"}
+{"event":"ask","number":2,"tokens":[3,2],"start":"2026-12-02T01:07:36.308595","fidelity":0}
+{"event":"tell","number":2,"state":"complete","value":1.3,"cost":2.6939997042063624e-06,"complete":"2026-12-02T01:07:36.309035"}
+{"event":"ask","number":3,"tokens":[3,2],"start":"2026-12-02T01:07:36.313822","fidelity":1,"parent":2}
+{"event":"tell","number":3,"state":"complete","value":1.5,"cost":5.747999239247292e-06,"complete":"2026-12-02T01:07:36.317811"}
+"""
+
+
+def test_journals_written_before_load_and_continue_as_a_new_study_runs(tmp_path):
+    for name, text in (("sf.jsonl", OLD_SF_JOURNAL), ("mf.jsonl", OLD_MF_JOURNAL)):
+        (tmp_path / name).write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a file is data: no deprecation for what it keeps
+        sf = load_study(str(tmp_path / "sf.jsonl"))
+        mf = load_study(str(tmp_path / "mf.jsonl"))
+    assert sf.max_trials == 3 and [t.value for t in sf.trials] == [1.2, 0.2, 0.30000000000000004]
+    assert mf.max_resource == 2 * 9 and [t.budget for t in mf.trials] == [1.0, 1.0, 1.0, 3.0]
+    mf.optimize(lambda t: t.params["a"] * t.params["b"] + t.budget / 10)
+    fresh = Study(SMALL, "asha", direction="maximize", seed=0, max_resource=2 * 9, fidelities=BUDGETS)
+    fresh.optimize(lambda t: t.params["a"] * t.params["b"] + t.budget / 10)
+    jobs = lambda s: [(t.tokens.tolist(), t.budget, t.parent, t.value) for t in s.trials]  # noqa: E731
+    assert jobs(mf) == jobs(fresh) and mf.best_value == fresh.best_value

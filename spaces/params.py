@@ -344,7 +344,7 @@ def _build(decls: tuple, name: str, fine: bool, space_options: dict) -> HPOSpace
     return ContinuousSpace(name, hyperparameters, scales, order_aware=True, **space_options)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)  # a million-value range holds ~40 MB of values: a few spaces at once
 def _continuous_space(decls: tuple, name: str, space_options: tuple) -> HPOSpace:
     return _build(decls, name, True, dict(space_options))
 

@@ -297,5 +297,6 @@ def test_ray_tuner_drives_a_study_to_completion(tune, tmp_path):
     assert [t.state for t in trials].count("complete") == sum(r.error is None for r in results)
     done = {_key({k: r.config[k] for k in [*VALUES, "wd"]}): r.metrics["loss"] for r in results if r.error is None}
     assert {_key(t.params): t.value for t in trials if t.state == "complete"} == pytest.approx(done)
-    assert all(r.config["wd"] in Float(1e-5, 1e-1, log=True).values() for r in results)  # tune.loguniform's grid
+    # random search takes tune.loguniform continuously: a value of its fine grid (spaces.params.FINE_POINTS)
+    assert all(r.config["wd"] in Float(1e-5, 1e-1, log=True).fine_values() for r in results)
     assert all(r.config["const"] == 7 for r in results)

@@ -96,14 +96,14 @@ def test_a_gridded_study_says_so_once():
         study = nas.create_study(SPACE, "regularized_evolution", direction="minimize", seed=0, max_trials=4,
                                  population_size=2, tournament_size=2)  # fmt: skip
         study.optimize(loss, show_progress=False)
-    grid_lines = [str(w.message) for w in caught if "on a grid" in str(w.message)]
-    assert len(grid_lines) == 1, grid_lines
-    line = grid_lines[0]
+    grid = [w for w in caught if "on a grid" in str(w.message)]
+    assert len(grid) == 1, [str(w.message) for w in grid]
+    line = str(grid[0].message)
     assert "lr: Float(1e-05, 0.1, log=True) on 65 values (16 per decade)" in line
     assert "width: Int(16, 1024, log=True) on 33 of its 1009 values" in line
     assert "momentum: Float(0.0, 0.99) on 101 values" in line and "layers" not in line  # every integer kept
     assert "random_search, tpe and tpe_hyperband take ranges continuously" in line and "num=" in line
-    assert caught[0].filename == __file__  # the user's line
+    assert grid[0].filename == __file__  # the user's line
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         nas.create_study(SPACE, "tpe", seed=0, max_trials=4)

@@ -5,9 +5,9 @@
     import nas
 
     study = nas.create_study({"lr": nas.Float(1e-4, 1e-1, log=True), "layers": nas.Int(1, 4)},
-                             searcher="regularized_evolution", direction="minimize", max_queries=20,
+                             searcher="regularized_evolution", direction="minimize", max_trials=20,
                              population_size=6, tournament_size=3)
-    study.optimize(lambda params: (params["lr"] - 0.01) ** 2 + 0.01 * params["layers"])
+    study.optimize(lambda trial: (trial.params["lr"] - 0.01) ** 2 + 0.01 * trial.params["layers"])
 
     bench = nas.make_benchmark("nb201/cifar10")                 # a table as device arrays
     searcher = nas.make_searcher("random_search", bench.space, max_queries=100)

@@ -28,6 +28,7 @@ STATES = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED, "failed"
 def objective(trial):
     """A training that reports at epochs 1, 3, 9 and stops when pruned; width 8 fails."""
     p = trial.params
+    trial.set_user_attr("width_read", p["width"])  # the objective's own attribute: mirrored with the result
     for epoch in (1, 3, 9):
         value = 100 * (p["lr"] - 0.01) ** 2 + 1 / p["width"] + 0.1 * (p["act"] == "tanh") + 1 / epoch
         trial.report(value, epoch)
@@ -58,6 +59,8 @@ def assert_mirrored(study, optuna_trials):
         assert o.user_attrs.get("cost") == t.cost
         for key in ("fidelity", "budget", "parent"):
             assert o.user_attrs.get(key) == getattr(t, key), key
+        for key, value in t.user_attrs.items():  # set_user_attr's, once the trial is told
+            assert t.state != "pending" and o.user_attrs[key] == value, (key, t, o)
 
 
 def test_the_space_declaration_gives_optunas_distributions():

@@ -27,7 +27,8 @@ values (Optuna's steps are integers: a fractional step is rounded), its state (`
 ``complete`` -> COMPLETE, ``pruned`` -> PRUNED with its value, as Optuna's pruned trials have their last
 intermediate value, ``failed`` -> FAIL), its value or values under the study's directions, and the user
 attrs ``nasjax_number``, ``searcher``, ``cost``, ``checkpoint_dir`` and, in a multi-fidelity study,
-``fidelity`` (the index) and ``budget`` (the value). A promotion (a trial that continues another's
+``fidelity`` (the index) and ``budget`` (the value), with the objective's own ``trial.set_user_attr`` values
+(written with its result; one of the names above stays the mirror's). A promotion (a trial that continues another's
 training at a larger budget) is its own Optuna trial with a ``parent`` attr naming the trial it continues:
 its intermediate values are what it reported itself, and its value is at its own budget.
 """
@@ -53,6 +54,8 @@ except ImportError as e:  # optional dependency
     raise MissingPackageError("nas.adapters.optuna_mirror needs Optuna: pip install optuna") from e
 
 NUMBER = "nasjax_number"  # the user attr that names a mirrored trial's nasjax number
+# the attributes the mirror writes itself: an objective's set_user_attr of one of these names is not copied
+RESERVED = {NUMBER, "searcher", "fidelity", "budget", "parent", "checkpoint_dir", "cost"}
 STATES = {"pending": TrialState.RUNNING, "complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED,
           "failed": TrialState.FAIL}  # fmt: skip
 
@@ -83,11 +86,13 @@ class _Trial:
         self.reports: dict[int, float] = {}
         self.state, self.value, self.values, self.cost, self.complete = "pending", None, None, None, None
         self.checkpoint_dir = None
+        self.user_attrs: dict = {}  # the objective's trial.set_user_attr values, told with the result
 
     def attrs(self, searcher) -> dict:
         attrs = {NUMBER: self.number, "searcher": searcher, "fidelity": self.fidelity, "budget": self.budget,
                  "parent": self.parent, "checkpoint_dir": self.checkpoint_dir, "cost": self.cost}  # fmt: skip
-        return {k: v for k, v in attrs.items() if v is not None}
+        own = {k: v for k, v in self.user_attrs.items() if k not in RESERVED}  # the objective's set_user_attr values
+        return {**own, **{k: v for k, v in attrs.items() if v is not None}}
 
     def frozen(self, dists: dict, searcher, num_objectives: int):
         """The trial as an Optuna ``FrozenTrial`` template (what ``create_new_trial`` and ``add_trial`` take)."""
@@ -115,6 +120,7 @@ def to_optuna(study, space_arg, searcher=None, storage=None, study_name=None):
         one.reports = {_step(s): v for s, v in t.intermediate_values.items()}
         one.state, one.value, one.values, one.cost = t.state, t.value, t.values, t.cost
         one.complete, one.checkpoint_dir = t.datetime_complete, t.checkpoint_dir
+        one.user_attrs = dict(t.user_attrs)
         out.add_trial(one.frozen(dists, searcher, study.num_objectives))
     return out
 
@@ -227,6 +233,7 @@ class OptunaMirror:
     def _told(self, t: _Trial, record: dict) -> None:
         t.state, t.value, t.values = record["state"], record.get("value"), record.get("values")
         t.cost, t.complete = record.get("cost"), _time(record.get("complete"))
+        t.user_attrs = dict(record.get("user_attrs") or {})
 
     def _apply(self, record: dict) -> None:
         event, storage = record.get("event"), self._optuna
@@ -240,6 +247,9 @@ class OptunaMirror:
             storage.set_trial_intermediate_value(self._ids[record["number"]], _step(record["step"]), record["value"])
         elif event == "tell":
             trial_id = self._ids[record["number"]]
+            for key, value in (record.get("user_attrs") or {}).items():
+                if key not in RESERVED:
+                    storage.set_trial_user_attr(trial_id, key, value)
             if record.get("cost") is not None:
                 storage.set_trial_user_attr(trial_id, "cost", record["cost"])
             values = _values(record["state"], record.get("value"), record.get("values"), len(self._directions))
@@ -275,6 +285,9 @@ class OptunaMirror:
                 if there.intermediate_values.get(step) != value:
                     storage.set_trial_intermediate_value(there._trial_id, step, value)
             if t.state != "pending":
+                for key, value in t.user_attrs.items():
+                    if key not in RESERVED:
+                        storage.set_trial_user_attr(there._trial_id, key, value)
                 if t.cost is not None:
                     storage.set_trial_user_attr(there._trial_id, "cost", t.cost)
                 storage.set_trial_state_values(there._trial_id, STATES[t.state], _values(t.state, t.value, t.values, m))

@@ -67,9 +67,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
+from spaces.continuous_space import ContinuousSpace
 from spaces.hpo import HPOSpace, Hyperparameter, _when, categorical, grid
 
 LINEAR_INTERVALS = 100  # default steps of a linear range (module doc)
@@ -354,40 +354,6 @@ def gridded(params: Mapping[str, Any]) -> list[str]:
     ``lr: Float(1e-05, 0.1, log=True) on 65 values (16 per decade)``."""
     return [f"{k}: {d!r} on {d.resolution()}" for k, d in _declarations(params)
             if isinstance(d, _Range) and d.is_gridded()]  # fmt: skip
-
-
-class ContinuousSpace(HPOSpace):
-    """The order-aware ``HPOSpace`` of fine grids (module doc) for searchers that take continuous values.
-
-    ``scales``: per token ``"linear"``, ``"log"`` (a range's scale: its values are evenly spaced on it where
-    the grid is not a table) or None (categorical). A token of a million values is drawn as one integer
-    (the same uniform distribution as ``HPOSpace``'s, without a million logits), and a value is found by a
-    search of the sorted grid."""
-
-    def __init__(self, name: str, hyperparameters, scales: tuple, **options):
-        # read by value_index, which HPOSpace's conditions call
-        self._grids = {h.name: np.asarray(h.values, np.float64) for h in hyperparameters if h.ordinal}
-        # a float range is a continuum: any value inside it is its nearest grid value
-        self._continua = {h.name for h in hyperparameters if h.ordinal and isinstance(h.values[0], float)}
-        super().__init__(name, hyperparameters, **options)
-        if len(scales) != self.num_tokens:
-            raise ValueError(f"{name}: one scale per hyperparameter, got {len(scales)} for {self.num_tokens}")
-        self.scales = tuple(scales)
-
-    def sample_unconstrained(self, key):
-        return jax.random.randint(key, (self.num_tokens,), 0, np.asarray(self.cardinalities, np.int32))
-
-    def value_index(self, name: str, value: Any) -> int:
-        grid_values = self._grids.get(name)
-        if grid_values is None or not _number(value):
-            return super().value_index(name, value)
-        i = int(np.clip(np.searchsorted(grid_values, float(value)), 1, len(grid_values) - 1))
-        near = i - 1 if abs(grid_values[i - 1] - value) <= abs(grid_values[i] - value) else i
-        lo, hi = grid_values[0], grid_values[-1]
-        inside = lo <= value <= hi or np.isclose(grid_values[near], float(value), rtol=1e-6, atol=0.0)
-        if not (inside if name in self._continua else np.isclose(grid_values[near], float(value), rtol=1e-6, atol=0)):
-            raise ValueError(f"{self.name}: {name}={value!r} is not a value of its range [{lo:g}, {hi:g}]")
-        return near
 
 
 @functools.lru_cache(maxsize=64)

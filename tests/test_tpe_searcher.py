@@ -15,7 +15,8 @@ import nas
 from nas.host.study_space import CONTINUOUS_SEARCHERS, make_space
 from nas.searchers import available_searchers, searcher_class
 from nas.searchers.tpe import bandwidths, default_gamma, mixture_weights
-from spaces.params import FINE_POINTS, ContinuousSpace, Float, Int, declared_space
+from spaces.continuous_space import ContinuousSpace
+from spaces.params import FINE_POINTS, Float, Int, declared_space
 
 SPACE = {
     "lr": Float(1e-5, 1e-1, log=True),

@@ -15,7 +15,7 @@ Weights (Optuna's ``default_weights``): 1 for a set of fewer than 25 results, el
 and the older ones a ramp from 1/n up; the prior kernel gets ``prior_weight`` (1). Kernels:
 
 - an ordinal token (a numeric grid, ``spaces.hpo``) lives on a unit axis (its grid values on their
-  declared scale where the space says it, ``spaces.params.ContinuousSpace``, else its index): a
+  declared scale where the space says it, ``spaces.continuous_space``, else its index): a
   truncated normal at each value, discretized to the grid cells. Bandwidth: the larger gap to a
   neighbour among the sorted values, the prior and the ends (the outermost values take their inner
   gap, Optuna's ``consider_endpoints=False``), clipped to ``[1 / min(100, 1 + K), 1]`` of the axis

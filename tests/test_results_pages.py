@@ -323,6 +323,19 @@ def test_a_rerun_is_verified_cell_by_cell_and_written(tmp_path, capsys):
     assert run["command"] == command and set(run["versions"]) == set(verify.VERSIONED)
     assert run["source"] == (f"run {run['date']}: differs from the figure reported on 2026-11-20 in random search / "
                              "naval (x1e-5); the other cells: transcribed from docs/results.md at 587e4ff")  # fmt: skip
+    # verified again: the first report's date and the other cells' source stay what they were
+    pins = tmp_path / "pins.txt"
+    pins.write_text("jax==0.0.1\n")
+    with pytest.raises(ResultsError, match="pins jax 0.0.1, the run had"):
+        verify.main([*base, "--workdir", f"naval (x1e-5)={naval}", "--write", "--command", command,
+                     "--versions-file", str(pins)])  # fmt: skip
+    assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}", "--write", "--command", command,
+                        "--versions-file", str(ROOT / "constraints-results.txt")]) == 0  # fmt: skip
+    run = source.load("t3", tmp_path / "results")["run"]
+    assert run["versions"] == "constraints-results.txt"  # it pins the installed versions
+    assert run["source"] == (f"run {run['date']}: reproduced every cell rerun (3: 50 queries, naval (x1e-5); rows "
+                             "random search, AlphaX, c = 0.1) reported on 2026-11-20; the other cells: transcribed "
+                             "from docs/results.md at 587e4ff")  # fmt: skip
 
 
 def test_a_multi_fidelity_searcher_is_read_at_the_full_budget(tmp_path, capsys):

@@ -15,7 +15,8 @@ compared with the std over the square root of them; a spread is reproduced as th
 (``summary.json``'s) or the sample one (n - 1).
 
 ``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
-``run`` its date, machine, versions and ``--command``, with a ``source`` that says what was reproduced.
+``run`` its date, machine, versions (or ``--versions-file constraints-results.txt`` where that file pins
+the installed ones) and ``--command``, with a ``source`` that says what was reproduced.
 Cells no workdir covers stay as they were, and the ``source`` says so.
 """
 
@@ -185,8 +186,17 @@ def rewritten(cell, mean: float, std: float):
 
 
 def reported_on(run: dict) -> str:
+    """The date the figures were first reported (an earlier verification keeps it in its source)."""
+    earlier = re.search(r"reported on (\d{4}-\d{2}-\d{2})", run["source"])
+    if earlier:
+        return earlier.group(1)
     date = re.search(r"\d{4}-\d{2}-\d{2}", run["date"])
     return date.group(0) if date else run["date"]
+
+
+def earlier_source(run: dict) -> str:
+    """Where the cells not rerun come from (after an earlier verification: what it said of them)."""
+    return run["source"].split("; the other cells: ", 1)[-1]
 
 
 def source_text(date: str, old_run: dict, cells: list[Cell], table: dict, covered_all: bool) -> str:
@@ -202,8 +212,22 @@ def source_text(date: str, old_run: dict, cells: list[Cell], table: dict, covere
         rows = ", ".join(dict.fromkeys(c.label for c in cells))
         text = f"run {date}: reproduced every cell rerun ({len(cells)}: {columns}; rows {rows}) reported on {on}"
     if not covered_all:
-        text += f"; the other cells: {old_run['source']}"
+        text += f"; the other cells: {earlier_source(old_run)}"
     return text
+
+
+def pinned_versions(path: str) -> str:
+    """``path`` when it pins the installed versions of ``VERSIONED`` (``name==version`` lines), for ``versions``."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ResultsError(f"--versions-file {path}: {e.strerror}; give the run's constraints file") from None
+    pins = dict(p.split("==", 1) for p in (line.split("#")[0].strip().lower() for line in lines) if "==" in p)
+    for package, version in importing.versions(VERSIONED).items():
+        if pins.get(package) != version:
+            raise ResultsError(f"--versions-file {path} pins {package} {pins.get(package, '(nothing)')}, the run had "
+                               f"{version}: leave the flag out to record the installed versions")  # fmt: skip
+    return Path(path).name
 
 
 def verify(args) -> int:
@@ -238,7 +262,7 @@ def verify(args) -> int:
         command=args.command,
         machine=importing.machine(args.machine_note),
         date=date,
-        versions=importing.versions(VERSIONED),
+        versions=pinned_versions(args.versions_file) if args.versions_file else importing.versions(VERSIONED),
         source=source_text(date, old, cells, table, covered_all),
     )
     source.check(data, f"results/{args.name}.json")
@@ -257,6 +281,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--row", action="append", default=[], help="LABEL=SEARCHER: the summary's searcher of a row")
     p.add_argument("--write", action="store_true", help="write the rerun's facts (and differing cells) into the file")
     p.add_argument("--command", default="", help="with --write: the command(s) of the rerun")
+    p.add_argument("--versions-file", default="", help="with --write: record this constraints file (it must pin "
+                   "the installed versions) instead of the versions")  # fmt: skip
     p.add_argument("--machine-note", default="", help="with --write: added to the machine, e.g. 'load ~6'")
     return p
 

@@ -186,3 +186,42 @@ def test_tpe_hyperband_in_a_multi_fidelity_study():
     starts = [tuple(sorted(t.params.items())) for t in study.trials if t.budget == 1]
     assert len(set(starts)) == len(starts)  # every configuration started once
     assert study.best_value < 1.0
+
+
+# a random-search study on declared ranges, journaled by nasjax before ranges could be continuous (587e4ff)
+GRIDDED_JOURNAL = """\
+{"event":"study","kind":"single","version":2,"settings":{"space":{"lr":{"type":"float","low":0.0001,"high":0.1,"log":true,"step":null,"num":null,"when":null},"width":{"type":"int","low":8,"high":256,"log":false,"step":null,"num":null,"when":null},"act":["relu","tanh"]},"searcher":"random_search","direction":"minimize","seed":0,"directions":null,"max_queries":10,"pruner":null,"pruned":"last_value","directory":null}}
+{"event":"ask","number":0,"tokens":[14,74,1],"start":"2026-12-02T01:17:40.377288"}
+{"event":"tell","number":0,"state":"complete","value":0.000749894,"cost":null,"complete":"2026-12-02T01:17:40.378060"}
+{"event":"ask","number":1,"tokens":[11,86,0],"start":"2026-12-02T01:17:40.478091"}
+{"event":"tell","number":1,"state":"complete","value":0.000486968,"cost":null,"complete":"2026-12-02T01:17:40.481596"}
+{"event":"ask","number":2,"tokens":[28,99,1],"start":"2026-12-02T01:17:40.488084"}
+{"event":"tell","number":2,"state":"complete","value":0.00562341,"cost":null,"complete":"2026-12-02T01:17:40.493504"}
+{"event":"ask","number":3,"tokens":[7,10,0],"start":"2026-12-02T01:17:40.498857"}
+{"event":"tell","number":3,"state":"complete","value":0.000273842,"cost":null,"complete":"2026-12-02T01:17:40.501432"}
+"""
+
+
+def test_a_study_file_resumes_on_the_grid_it_started_on(tmp_path):
+    """A study file records how its ranges are searched (``ranges``): one written before random search took
+    ranges continuously replays its trials on the default grid and continues there, without a warning."""
+    path = tmp_path / "old.jsonl"
+    path.write_text(GRIDDED_JOURNAL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        old = nas.load_study(str(path))
+    assert old.ranges == "grid" and [t.params["width"] for t in old.trials] == [192, 221, 254, 33]
+    assert old.trials[0].params["lr"] == 0.000749894  # a value of the 16-per-decade grid
+    t = old.ask()
+    old.tell(t, 1.0)
+    old.close()
+    assert nas.load_study(str(path)).trials[-1].params == t.params  # the continued file replays too
+    new = nas.create_study(dict(SPACE), "random_search", max_trials=10, storage=str(tmp_path / "new.jsonl"))
+    assert new.ranges == "continuous"
+    new.tell(new.ask(), 1.0)
+    new.close()
+    assert nas.load_study(str(tmp_path / "new.jsonl")).ranges == "continuous"
+    gridded = nas.create_study(dict(SPACE), "random_search", max_trials=10, ranges="grid")
+    assert gridded.space.cardinalities != new.space.cardinalities
+    with pytest.raises(ValueError, match="searches grids; give ranges='grid'"):
+        nas.create_study(dict(SPACE), "regularized_evolution", max_trials=10, ranges="continuous")

@@ -198,7 +198,8 @@ class OptunaMirror:
         self._study_id = optuna_study._study_id
         self._settings, self._directions = s, directions
         self._dists = distributions(s["space"])
-        self._space = make_space(from_declaration(s["space"]), searcher=s.get("searcher"), warn=False)
+        self._space = make_space(from_declaration(s["space"]), searcher=s.get("searcher"), warn=False,
+                                 ranges=s.get("ranges", "grid"))
         for key in ("searcher", "fidelities", "max_queries"):
             if s.get(key) is not None:
                 optuna_study.set_user_attr(key, s[key])

@@ -57,7 +57,7 @@ class BatchDriver:
         return dict(space=s._space_arg, searcher=self.name, direction=s.direction, seed=s.seed,
                     directions=list(s.directions) if several else None, max_queries=s.max_queries,
                     pruner=None if s.pruner is None else s.pruner.spec(), pruned=self.pruned,
-                    directory=s._directory_setting(), **self.kwargs)  # fmt: skip
+                    directory=s._directory_setting(), ranges=s.ranges, **self.kwargs)  # fmt: skip
 
     def build(self) -> None:
         s = self.study

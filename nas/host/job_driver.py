@@ -76,7 +76,7 @@ class JobDriver:
         kw = {n: v for n, v in k.items() if n not in ("max_queries", "fidelities", "workers")}
         return dict(space=s._space_arg, searcher=self.name, direction=s.direction, seed=s.seed,
                     max_queries=k["max_queries"], fidelities=list(k["fidelities"]), workers=k["workers"],
-                    continues=self.continues, directory=s._directory_setting(), **kw)  # fmt: skip
+                    continues=self.continues, directory=s._directory_setting(), ranges=s.ranges, **kw)  # fmt: skip
 
     def build(self) -> None:
         s = self.study

@@ -77,7 +77,7 @@ from nas.host.progress import make_progress
 from nas.host.pruning import make_pruner
 from nas.host.study_base import StudyBase
 from nas.host.study_budget import study_budget
-from nas.host.study_space import make_space
+from nas.host.study_space import make_space, resolve_ranges
 from nas.host.suggest import declarations
 from nas.host.trials import Trial, as_cost, nonfinite, read_values
 from nas.host.workers import make_workers
@@ -96,7 +96,9 @@ class Study(StudyBase):
     0.2's, deprecated);
     ``fidelities``: the budgets a pruner's rungs or a multi-fidelity searcher train to; ``workers``,
     ``continues``: a multi-fidelity searcher's (trainings at once; whether a promotion resumes its parent's
-    checkpoint); other keywords are the searcher's options."""
+    checkpoint); ``ranges``: how declared ``Float``/``Int`` ranges are searched, ``"continuous"`` (fine grids,
+    for ``tpe``, ``tpe_hyperband`` and ``random_search``) or ``"grid"`` (None: the searcher's way;
+    ``nas.host.study_space.resolve_ranges``); other keywords are the searcher's options."""
 
     def __init__(
         self,
@@ -116,6 +118,7 @@ class Study(StudyBase):
         continues: bool | None = None,
         storage=None,
         directory=None,
+        ranges: str | None = None,
         **searcher_kwargs,
     ):
         searcher_kwargs = dict(searcher_kwargs)
@@ -135,7 +138,8 @@ class Study(StudyBase):
         self.directions = obj.resolve_directions(direction, directions, searcher, searcher_kwargs)
         self.num_objectives = len(self.directions)
         self.direction = self.directions[0] if self.num_objectives == 1 else None  # Optuna's: one objective only
-        self._space_arg, self.space = space, make_space(space, searcher=searcher)  # fine grids for tpe
+        self.ranges = resolve_ranges(searcher, ranges)  # fine grids for tpe and random search; in the study file
+        self._space_arg, self.space = space, make_space(space, searcher=searcher, ranges=ranges)
         self._declared = declarations(space) if isinstance(space, dict) else None  # what trial.suggest_* checks
         self.seed, self.key = _seed_and_key(seed)
         self.max_queries, self.trials = int(max_queries), []

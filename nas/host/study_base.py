@@ -171,6 +171,7 @@ class StudyBase:
             raise st.StorageError(f"{where}: the study it holds does not rebuild (its kind {kind!r} is not "
                                   "'single' or 'multi_fidelity')")  # fmt: skip
         _budget_setting(settings, kind)
+        settings.setdefault("ranges", "grid")  # a file before nasjax 0.3: every range on the default grid
         try:
             study = cls(**settings)  # the one Study: its settings choose the driver (batches or jobs)
         except (KeyError, TypeError, ValueError) as e:  # settings that do not rebuild a study: one line, the file

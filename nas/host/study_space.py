@@ -37,20 +37,37 @@ def takes_continuous_values(searcher) -> bool:
         return False
 
 
-def make_space(space: Space | dict[str, Any], name: str = "study", searcher=None, warn: bool = True) -> Space:
+def resolve_ranges(searcher, ranges: str | None) -> str:
+    """How a study searches its declared ranges: ``"continuous"`` (fine grids: ``spaces.continuous_space``) or
+    ``"grid"`` (the default grids). ``ranges=None`` chooses by the searcher (``continuous_values``); a study
+    file records the choice, so a study resumes on the grid it started on (a file written before nasjax 0.3
+    searched every range on the default grid)."""
+    if ranges is None:
+        return "continuous" if takes_continuous_values(searcher) else "grid"
+    if ranges == "continuous" and not takes_continuous_values(searcher):
+        raise ValueError(f"ranges='continuous': {searcher!r} searches grids; give ranges='grid', or a searcher that "
+                         f"takes ranges continuously ({', '.join(CONTINUOUS_SEARCHERS)})")  # fmt: skip
+    if ranges not in ("continuous", "grid"):
+        raise ValueError(f"ranges must be 'continuous', 'grid' or None (the searcher's way), got {ranges!r}")
+    return ranges
+
+
+def make_space(space: Space | dict[str, Any], name: str = "study", searcher=None, warn: bool = True,
+               ranges: str | None = None) -> Space:
     """A Space as is; from a dict with ``spaces.params`` declarations (``{"lr": Float(1e-5, 1e-1, log=True),
     "act": ["relu", "tanh"]}``) their order-aware ``HPOSpace`` (fine grids for a ``searcher`` that takes
-    continuous values; with another searcher one ``UserWarning`` naming the gridded ranges, unless ``warn``
-    is False); else a CategoricalSpace from ``{name: [values]}``."""
+    continuous values, unless ``ranges="grid"``: ``resolve_ranges``; a grid chosen for the searcher, not by
+    ``ranges=``, says so in one ``UserWarning`` naming the gridded ranges, unless ``warn`` is False); else a
+    CategoricalSpace from ``{name: [values]}``."""
     if isinstance(space, Space):
         return space
     if not isinstance(space, dict) or not space:
         raise TypeError("space must be a Space or a non-empty dict {hyperparameter: [values, ...] | Float | Int}")
     if is_declared(space):
-        if takes_continuous_values(searcher):
+        if resolve_ranges(searcher, ranges) == "continuous":
             return declared_space(space, name, continuous=True)
         built = declared_space(space, name)
-        lines = gridded(space) if searcher is not None and warn else []
+        lines = gridded(space) if searcher is not None and warn and ranges is None else []
         if lines:
             who = f"searcher {searcher!r}" if isinstance(searcher, str) else type(searcher).__name__
             many = f"{len(lines)} range{'s' if len(lines) > 1 else ''}"

@@ -306,6 +306,12 @@ def test_a_rerun_is_verified_cell_by_cell_and_written(tmp_path, capsys):
     tpe = fake_run(tmp_path / "tpe", {"tpe": [(50, 8.5, 0.5)]}, trials=20)  # a row from another run of the column
     assert verify.main([*base, "--workdir", f"50 queries={tpe}"]) == 0
     assert "3 of 3 cells reproduced, 0 not compared" in capsys.readouterr().out
+    copied = tmp_path / "copy"
+    write_results(copied, data=data)
+    assert verify.main([*base, "--workdir", f"50 queries={tpe}", "--results-dir", str(copied), "--write", "--command",
+                        "python -m scripts.train", "--quoted", "naval (x1e-5)"]) == 0  # fmt: skip
+    written = source.load("t3", copied)["run"]["source"]
+    assert written == f"run {written[4:14]}: reproduced every cell reported on 2026-11-20"  # naval: quoted figures
     # naval: in the column's units (x1e-5); 4.4849e-5 is 4.48, but its std 1.849e-5 is 1.8, not 1.9
     assert verify.main([*base, "--workdir", f"naval (x1e-5)={naval}:150"]) == 0
     naval = fake_run(tmp_path / "naval2", {"random_search": [(150, 4.52e-5, 1.849e-5)]})

@@ -17,7 +17,8 @@ compared with the std over the square root of them; a spread is reproduced as th
 ``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
 ``run`` its date, machine, versions (or ``--versions-file constraints-results.txt`` where that file pins
 the installed ones) and ``--command``, with a ``source`` that says what was reproduced.
-Cells no workdir covers stay as they were, and the ``source`` says so.
+Cells no workdir covers stay as they were, and the ``source`` says so (a column of ``--quoted`` figures,
+a paper's, is no cell of the run's).
 """
 
 from __future__ import annotations
@@ -254,7 +255,11 @@ def verify(args) -> int:
         if not c.same:
             table["rows"][c.row - 1][c.column - 1] = rewritten(table["rows"][c.row - 1][c.column - 1],
                                                               c.run_mean, c.run_spread)  # fmt: skip
-    figures = sum(figure(cell) is not None for row in table["rows"] for cell in row[1:])
+    quoted = [table["columns"].index(c) for c in args.quoted if c in table["columns"]]
+    if len(quoted) != len(args.quoted):
+        raise ResultsError(f"--quoted names a column not in the table; its columns are {table['columns']}")
+    run_cells = [cell for row in table["rows"] for c, cell in enumerate(row) if c and c not in quoted]
+    figures = sum(figure(cell) is not None for cell in run_cells)
     covered_all = len(data["tables"]) == 1 and len(cells) == figures
     date = max(importing.file_date(Path(p.partition(":")[0]) / "summary.json") for _, p in workdirs)
     old = dict(data["run"])
@@ -279,6 +284,8 @@ def parser() -> argparse.ArgumentParser:
                    help="COLUMN=WORKDIR[:QUERIES]: the column a finished scripts.train workdir reruns (repeat it: "
                    "a column's rows may come from several runs)")  # fmt: skip
     p.add_argument("--row", action="append", default=[], help="LABEL=SEARCHER: the summary's searcher of a row")
+    p.add_argument("--quoted", action="append", default=[],
+                   help="COLUMN: quotes figures of another source (a paper's), no run of this file's")  # fmt: skip
     p.add_argument("--write", action="store_true", help="write the rerun's facts (and differing cells) into the file")
     p.add_argument("--command", default="", help="with --write: the command(s) of the rerun")
     p.add_argument("--versions-file", default="", help="with --write: record this constraints file (it must pin "

@@ -398,3 +398,9 @@ def test_a_hypervolume_gap_is_read_at_its_share_of_the_budget(tmp_path, capsys):
     args = ["t3", "--results-dir", str(tmp_path / "results"), "--row", "NSGA-II=nsga2"]
     assert verify.main([*args, "--workdir", f"naval 25 %={wd}", "--workdir", f"naval 100 %={wd}"]) == 0
     assert "2 of 2 cells reproduced" in capsys.readouterr().out
+    data["run"]["date"] = "not recorded"
+    write_results(tmp_path / "results", data=data)
+    assert verify.main([*args, "--workdir", f"naval 25 %={wd}", "--workdir", f"naval 100 %={wd}", "--write",
+                        "--command", "python -m scripts.train"]) == 0  # fmt: skip
+    written = source.load("t3", tmp_path / "results")["run"]["source"]
+    assert written.endswith(": reproduced every cell reported before (date not recorded)"), written

@@ -187,12 +187,12 @@ def rewritten(cell, mean: float, std: float):
 
 
 def reported_on(run: dict) -> str:
-    """The date the figures were first reported (an earlier verification keeps it in its source)."""
+    """The date the figures were first reported (an earlier verification keeps it in its source); "" if unknown."""
     earlier = re.search(r"reported on (\d{4}-\d{2}-\d{2})", run["source"])
     if earlier:
         return earlier.group(1)
     date = re.search(r"\d{4}-\d{2}-\d{2}", run["date"])
-    return date.group(0) if date else run["date"]
+    return date.group(0) if date else ""
 
 
 def earlier_source(run: dict) -> str:
@@ -202,16 +202,17 @@ def earlier_source(run: dict) -> str:
 
 def source_text(date: str, old_run: dict, cells: list[Cell], table: dict, covered_all: bool) -> str:
     on = reported_on(old_run)
+    on = f"on {on}" if on else "before (date not recorded)"
     differing = [c for c in cells if not c.same]
     if differing:
         where = "; ".join(f"{c.label} / {c.header}" for c in differing)
-        text = f"run {date}: differs from the figure reported on {on} in {where}"
+        text = f"run {date}: differs from the figure reported {on} in {where}"
     elif covered_all:
-        text = f"run {date}: reproduced every cell reported on {on}"
+        text = f"run {date}: reproduced every cell reported {on}"
     else:
         columns = ", ".join(dict.fromkeys(c.header for c in cells))
         rows = ", ".join(dict.fromkeys(c.label for c in cells))
-        text = f"run {date}: reproduced every cell rerun ({len(cells)}: {columns}; rows {rows}) reported on {on}"
+        text = f"run {date}: reproduced every cell rerun ({len(cells)}: {columns}; rows {rows}) reported {on}"
     if not covered_all:
         text += f"; the other cells: {earlier_source(old_run)}"
     return text

@@ -12,7 +12,6 @@ row of values (``nas.host.objectives``).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from nas.engine.budget import Budget, check_budget
@@ -109,7 +108,7 @@ class BatchDriver:
         if self._state is None:
             self._state = self._init_fn(self._key)
         tokens, self._state, self._k_tell = self._ask_fn(self._key, self._step, self._state)
-        self._batch_tokens = tokens
+        self._batch_tokens = np.asarray(tokens)  # one transfer per batch; trials index it on the host
         self._batch = []
 
     def ask_one(self) -> Trial:
@@ -177,7 +176,7 @@ class BatchDriver:
         """Tells the searcher once every trial of its batch is told."""
         if len(self._batch) == self.batch_size and all(b.state != "pending" for b in self._batch):
             scores = [self.score(b) for b in self._batch]
-            scores = jnp.asarray(np.asarray(scores, np.float32))
+            scores = np.asarray(scores, np.float32)  # the program takes the host array (no extra dispatch)
             self._state, _ = self._tell_fn(self._k_tell, self._batch_tokens, scores, self._state)
             self._step += 1
             self._batch, self._batch_tokens = [], None

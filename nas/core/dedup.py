@@ -5,11 +5,19 @@ re-exported here). ``fill_unique`` draws candidates from any proposal until it h
 that are new (not seen, and distinct from each other), with uniform samples as a fallback, or exact
 uniform draws of new strings where a space allows them (``exact_fallback``). ``count_repeats`` checks a
 finished run.
+
+A one-step program (a ``Study``'s ``ask``, traced inside ``one_step_programs()``) skips work its result
+does not read, with the same bits: a proposal that also gives its first rows alone (``propose_head``)
+proposes only those when they already fill the ``n`` slots (the usual case: the first candidate is new),
+and the fallbacks are computed only where a slot is left empty (``lax.cond``). Batched programs (the
+engine's, ``vmap``-ped over seeds, where a ``cond`` computes both branches) trace the plain rounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -38,10 +46,12 @@ __all__ = [
     "FALLBACK_ROUNDS",
     "PAD",
     "Seen",
+    "computed_where",
     "count_repeats",
     "fill_unique",
     "fill_unique_aux",
     "first_occurrence",
+    "one_step_programs",
     "pack_first",
     "pack_slots",
     "rank_among",
@@ -52,6 +62,28 @@ __all__ = [
 ]
 
 FALLBACK_ROUNDS, FALLBACK_POOL = 32, 64  # uniform rounds when a proposal runs dry (see fill_unique)
+_ONE_STEP = contextvars.ContextVar("nasjax_one_step_programs", default=False)
+
+
+@contextlib.contextmanager
+def one_step_programs() -> Iterator[None]:
+    """Traces inside it build an unbatched one-step program: ``fill_unique`` skips the work its result does not
+    read (module docstring). Only for programs that are not ``vmap``-ped (a batched ``cond`` runs both sides)."""
+    token = _ONE_STEP.set(True)
+    try:
+        yield
+    finally:
+        _ONE_STEP.reset(token)
+
+
+def computed_where(needed: jax.Array, compute: Callable[[], jax.Array]) -> jax.Array:
+    """``compute()`` where ``needed`` (a scalar) is True; zeros of its shape otherwise, without computing it,
+    in a one-step program (elsewhere it is always computed): for a value the caller reads only where
+    ``needed``, so the result is the same either way."""
+    if not _ONE_STEP.get():
+        return compute()
+    out = jax.eval_shape(compute)
+    return jax.lax.cond(needed, compute, lambda: jnp.zeros(out.shape, out.dtype))
 
 
 def fill_unique(
@@ -63,6 +95,7 @@ def fill_unique(
     max_rounds: int = 64,
     fallback_rounds: int = FALLBACK_ROUNDS,
     exact_fallback: bool = False,
+    propose_head: Callable[[jax.Array], jax.Array] | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """``n`` new valid strings from ``propose(key) -> int32[M, N]``.
 
@@ -78,13 +111,22 @@ def fill_unique(
     ``exact_fallback`` (spaces whose configurations are drawn as integers, ``nas.core.unseen_draw.exact``):
     the slots the proposal leaves empty get exact uniform draws over the new
     strings instead (the same distribution, no fallback loop to compile).
+    ``propose_head(key) -> int32[H, N]``, ``H >= n``: the first ``H`` rows ``propose(key)`` returns, computed
+    alone; a one-step program proposes only them in the first round when they fill the ``n`` slots (the
+    same strings, module docstring).
     """
 
-    def tagged(k):
-        cand = propose(k)
-        return cand, jnp.zeros((cand.shape[0],), jnp.int32)
+    def tagged(fn):
+        def run(k):
+            cand = fn(k)
+            return cand, jnp.zeros((cand.shape[0],), jnp.int32)
 
-    tokens, fresh, _ = fill_unique_aux(key, space, tagged, seen, n, max_rounds, fallback_rounds, exact_fallback)
+        return run
+
+    head = None if propose_head is None else tagged(propose_head)
+    tokens, fresh, _ = fill_unique_aux(
+        key, space, tagged(propose), seen, n, max_rounds, fallback_rounds, exact_fallback, propose_head=head
+    )
     return tokens, fresh
 
 
@@ -97,13 +139,15 @@ def fill_unique_aux(
     max_rounds: int = 64,
     fallback_rounds: int = FALLBACK_ROUNDS,
     exact_fallback: bool = False,
+    propose_head: Callable[[jax.Array], tuple[jax.Array, jax.Array]] | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``fill_unique`` for proposals that carry one int32 tag per candidate.
 
     ``propose(key) -> (int32[M, N], int32[M])``; returns ``(tokens[n, N],
     fresh[n], tags[n])`` where ``tags`` belong to the accepted candidates (e.g.
     which autoregressive order a policy sample used) and are 0 in fallback
-    slots. Same acceptance rule and fallbacks as ``fill_unique``.
+    slots. Same acceptance rule and fallbacks as ``fill_unique`` (``propose_head``
+    too, giving the first rows' tags as well).
     """
     init = (
         jnp.zeros((n, space.num_tokens), jnp.int32),
@@ -111,10 +155,14 @@ def fill_unique_aux(
         jnp.zeros((n,), jnp.int32),
         jnp.int32(0),
     )
-    key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds)
+    head = propose_head if _ONE_STEP.get() else None
+    key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds, head)
     fresh = jnp.arange(n) < filled
     if exact_fallback and exact(space):
-        extra, _ = draw_unseen(jax.random.fold_in(key, 1), space, seen_add(seen, out_ids), n)
+        extra = computed_where(
+            filled < n,
+            lambda: draw_unseen(jax.random.fold_in(key, 1), space, seen_add(seen, out_ids), n)[0],
+        )
         rest = extra[jnp.clip(jnp.arange(n) - filled, 0, n - 1)]
         return jnp.where(fresh[:, None], out, rest), fresh, jnp.where(fresh, tags, 0)
     if fallback_rounds > 0:
@@ -127,21 +175,17 @@ def fill_unique_aux(
             jax.random.fold_in(key, 1), space, uniform, seen, (out, out_ids, tags, filled), n, fallback_rounds
         )
     new = jnp.arange(n) < filled
-    last_resort = jax.vmap(space.sample)(jax.random.split(key, n))
+    last_resort = computed_where(~jnp.all(new), lambda: jax.vmap(space.sample)(jax.random.split(key, n)))
     return jnp.where(new[:, None], out, last_resort), fresh, jnp.where(fresh, tags, 0)
 
 
-def _accept(key, space, propose, seen, state, n, max_rounds):
+def _accept(key, space, propose, seen, state, n, max_rounds, propose_head=None):
     """Rounds of ``propose`` until ``n`` new strings are packed into ``state`` or ``max_rounds`` have run;
-    returns the key after the last round and the state."""
+    returns the key after the last round and the state. With ``propose_head`` (the first rows of a
+    proposal) the first round proposes only those where they fill the slots: the rows after them would
+    land past the last slot, so the state is the full round's."""
 
-    def cond(c):
-        return (c[4] < n) & (c[5] < max_rounds)
-
-    def body(c):
-        k, out, out_ids, out_tags, filled, rounds = c
-        k, sub = jax.random.split(k)
-        cand, tags = propose(sub)
+    def take(cand, tags, out, out_ids, out_tags, filled):
         ids = jax.vmap(space.string_id)(cand)
         ok = (ids >= 0) & ~seen_contains(seen, ids) & first_occurrence(ids)
         ok &= ~jnp.any(ids[:, None] == out_ids[None, :], axis=1)
@@ -149,11 +193,26 @@ def _accept(key, space, propose, seen, state, n, max_rounds):
         out = out.at[slot].set(cand, mode="drop")
         out_ids = out_ids.at[slot].set(ids, mode="drop")
         out_tags = out_tags.at[slot].set(tags.astype(jnp.int32), mode="drop")
-        return k, out, out_ids, out_tags, jnp.minimum(filled + jnp.sum(ok), n), rounds + 1
+        return out, out_ids, out_tags, jnp.minimum(filled + jnp.sum(ok), n)
 
-    out, out_ids, tags, filled = state
-    key, out, out_ids, tags, filled, _ = jax.lax.while_loop(cond, body, (key, out, out_ids, tags, filled, jnp.int32(0)))
-    return key, (out, out_ids, tags, filled)
+    def cond(c):
+        return (c[4] < n) & (c[5] < max_rounds)
+
+    def body(c):
+        k, *rest, rounds = c
+        k, sub = jax.random.split(k)
+        return k, *take(*propose(sub), *rest), rounds + 1
+
+    def rounds(key, state):
+        key, *state, _ = jax.lax.while_loop(cond, body, (key, *state, jnp.int32(0)))
+        return key, tuple(state)
+
+    if propose_head is None or max_rounds < 1:
+        return rounds(key, state)
+    k1, sub = jax.random.split(key)  # the first round's keys, as body splits them
+    first = take(*propose_head(sub), *state)
+    filled_first = (state[3] < n) & (first[3] >= n)  # the head alone fills the slots the round started with
+    return jax.lax.cond(filled_first, lambda: (k1, first), lambda: rounds(key, state))
 
 
 def count_repeats(space: Space, tokens, fidelity=None) -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "exact",
     "first_draws",
     "kth_unseen",
+    "uniform_proposal",
     "uniform_unseen",
 ]
 
@@ -57,10 +58,21 @@ def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int =
     if exact(space):
         return draw_unseen(key, space, seen, n)[0]
 
+    propose, head = uniform_proposal(space, pool, n)
+    return fill_unique(key, space, propose, seen, n, fallback_rounds=0, propose_head=head)[0]  # uniform already
+
+
+def uniform_proposal(space: Space, pool: int, n: int) -> tuple:
+    """``(propose, propose_head)`` for ``nas.core.dedup.fill_unique``: ``pool`` uniform samples from one key,
+    and the first ``min(n, pool)`` of them alone (each sample reads its own key of the split)."""
+
     def propose(k):
         return jax.vmap(space.sample)(jax.random.split(k, pool))
 
-    return fill_unique(key, space, propose, seen, n, fallback_rounds=0)[0]  # the proposal is uniform already
+    def head(k):
+        return jax.vmap(space.sample)(jax.random.split(k, pool)[: min(n, pool)])
+
+    return propose, (head if n <= pool else None)
 
 
 def draw_distinct_ids(key: jax.Array, size: int, n: int, max_rounds: int = 64) -> jax.Array:

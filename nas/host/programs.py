@@ -19,6 +19,7 @@ import functools
 import jax
 
 from nas.core.contract import Searcher
+from nas.core.dedup import one_step_programs
 from nas.engine.compile_policy import study_compiler_options
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import cached_jit
@@ -56,7 +57,8 @@ def study_programs(searcher: Searcher) -> tuple:
 
     def ask(key, step, state):
         k_ask, _, k_tell = jax.random.split(jax.random.fold_in(key, step), 3)
-        tokens, state = searcher.ask(k_ask, state)
+        with one_step_programs():  # one unbatched step: skip the proposals its result does not read
+            tokens, state = searcher.ask(k_ask, state)
         return tokens, state, k_tell
 
     return (

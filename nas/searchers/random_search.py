@@ -23,7 +23,7 @@ from nas.core.contract import Searcher
 from nas.core.dedup import Seen, fill_unique
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
-from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact
+from nas.core.unseen_draw import configuration_ranks, decode, draw_distinct_ids, exact, uniform_proposal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +73,8 @@ class RandomSearch(Searcher):
             ids = jax.lax.dynamic_slice(state.order, (jnp.minimum(state.num_told, state.order.shape[0] - b),), (b,))
             return jax.vmap(lambda i: decode(self.space, i))(ids), state
 
-        def propose(k):
-            return jax.vmap(self.space.sample)(jax.random.split(k, self.options.pool))
-
-        tokens, _ = fill_unique(key, self.space, propose, state.seen, b, fallback_rounds=0)  # uniform already
+        propose, head = uniform_proposal(self.space, self.options.pool, b)
+        tokens, _ = fill_unique(key, self.space, propose, state.seen, b, fallback_rounds=0, propose_head=head)
         return tokens, state
 
     def _tell(self, key, tokens, scores, state):

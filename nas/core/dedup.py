@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -76,14 +77,14 @@ def one_step_programs() -> Iterator[None]:
         _ONE_STEP.reset(token)
 
 
-def computed_where(needed: jax.Array, compute: Callable[[], jax.Array]) -> jax.Array:
-    """``compute()`` where ``needed`` (a scalar) is True; zeros of its shape otherwise, without computing it,
-    in a one-step program (elsewhere it is always computed): for a value the caller reads only where
-    ``needed``, so the result is the same either way."""
+def computed_where(needed: jax.Array, compute: Callable[[], Any]) -> Any:
+    """``compute()`` (arrays) where ``needed`` (a scalar) is True; zeros of its shapes otherwise, without
+    computing it, in a one-step program (elsewhere it is always computed): for values the caller reads only
+    where ``needed``, so the result is the same either way."""
     if not _ONE_STEP.get():
         return compute()
-    out = jax.eval_shape(compute)
-    return jax.lax.cond(needed, compute, lambda: jnp.zeros(out.shape, out.dtype))
+    shapes = jax.eval_shape(compute)
+    return jax.lax.cond(needed, compute, lambda: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes))
 
 
 def fill_unique(

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core import ladders
-from nas.core.dedup import EMPTY, Seen, seen_insert
+from nas.core.dedup import EMPTY, Seen, computed_where, seen_insert
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher, failed_as_neg_inf
 from nas.core.registry import register
 from nas.core.unseen_draw import draw_candidate
@@ -136,7 +136,8 @@ class ASHA(MultiFidelitySearcher):
         """``ask`` where ``pred``, else no job and ``state`` unchanged, writing only the entries a job changes."""
         k, slot = self.promotable(state)
         promote = (k >= 0) & pred
-        new_tokens, sid, drawn = draw_candidate(key, self.space, state.seen)
+        # read only where no promotion is due (a one-step program draws it only then: nas.core.dedup)
+        new_tokens, sid, drawn = computed_where(~promote, lambda: draw_candidate(key, self.space, state.seen))
         new_ok = pred & ~promote & drawn & ~state.exhausted & (state.count < state.tokens.shape[0])
         ok = promote | new_ok  # False where not pred: no job, no change
         ladder = jnp.asarray(self.ladder, jnp.int32)

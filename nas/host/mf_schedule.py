@@ -27,6 +27,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from nas.core.dedup import one_step_programs
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import cached_jit
@@ -44,7 +45,8 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
 
     def ask(key, step, slot, state):
         k_ask = jax.random.split(jax.random.fold_in(key, step), 3)[0]
-        return searcher.ask(jax.random.fold_in(k_ask, slot), state)
+        with one_step_programs():  # one unbatched step: skip the proposals its result does not read
+            return searcher.ask(jax.random.fold_in(k_ask, slot), state)
 
     def tell(key, step, job, score, state):
         k_tell = jax.random.split(jax.random.fold_in(key, step), 3)[2]
@@ -117,7 +119,9 @@ class MFSchedule:
         """Tells ``score`` (f32, higher is better, ``-inf`` failed) for the job running in ``slot``."""
         if slot not in self.busy:
             raise ValueError(f"no job runs in worker slot {slot}")
-        j = Job.make(job["tokens"], job["fidelity"], job["parent"], True)
+        # numpy fields: the program converts them (jnp.asarray on the host dispatched 4 ops, ~0.2 ms)
+        j = Job(tokens=np.asarray(job["tokens"], np.int32), fidelity=np.int32(job["fidelity"]),
+                parent=np.int32(job["parent"]), ok=np.bool_(True))  # fmt: skip
         self.state = self._tell(self.key, np.int32(self.step), j, np.float32(score), self.state)
         self.busy.discard(slot)
         self.step += 1

@@ -94,3 +94,32 @@ def test_computed_where_skips_only_in_one_step_programs():
         skipped = jax.jit(lambda p: computed_where(p, compute))(False)
     assert skipped.tolist() == [[0, 0, 0]] * 2
     assert jax.jit(lambda p: computed_where(p, compute))(False).tolist() == [[1, 1, 1]] * 2
+
+
+def _asha_jobs(searcher, one_step: bool, steps: int):
+    """ASHA's jobs over ``steps`` asks, each told at once (a score from its tokens and fidelity)."""
+
+    def ask(key, state):
+        if one_step:
+            with one_step_programs():
+                return searcher.ask(key, state)
+        return searcher.ask(key, state)
+
+    ask, tell = jax.jit(ask), jax.jit(searcher.tell)
+    key = jax.random.PRNGKey(5)
+    state = jax.jit(searcher.init)(key)
+    out = []
+    for t in range(steps):
+        k_ask, k_tell = jax.random.split(jax.random.fold_in(key, t))
+        job, state = ask(k_ask, state)
+        score = (jnp.sum(job.tokens * jnp.arange(1, 4)) + job.fidelity).astype(jnp.float32)
+        state, _ = tell(k_tell, job, score, state)
+        out.append(np.concatenate([np.asarray(job.tokens), np.asarray([job.fidelity, job.parent, job.ok])]))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("space", [GRID, HPO], ids=["grid", "hpo"])
+def test_one_step_asha_asks_the_same_jobs(space):
+    """Promotions (no draw) and new configurations, up to the space's end."""
+    searcher = make_searcher("asha", space, max_queries=30, fidelities=(1, 3, 9))
+    np.testing.assert_array_equal(_asha_jobs(searcher, True, 60), _asha_jobs(searcher, False, 60))

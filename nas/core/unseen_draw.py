@@ -51,15 +51,18 @@ def decode(space: Space, rank: jax.Array) -> jax.Array:
     return space.tokens_at_grid_row(configuration_ranks(space)[2](rank))
 
 
-def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int = 16) -> jax.Array:
+def uniform_unseen(key: jax.Array, space: Space, seen: Seen, n: int, pool: int = 16, head: bool = True) -> jax.Array:
     """tokens[n, N]: ``n`` new valid strings, each uniform over the strings not queried yet: exact integer
     draws (``draw_unseen``) where string ids are grid rows, else rounds of ``pool`` uniform samples filtered
-    against ``seen`` (``nas.core.dedup.fill_unique``); the same distribution either way."""
+    against ``seen`` (``nas.core.dedup.fill_unique``); the same distribution either way. ``head``: a one-step
+    program samples only the first ``n`` when they are new (``fill_unique``'s ``propose_head``); False keeps
+    the program smaller (a copy of the sampling less to compile) where the draw runs rarely."""
     if exact(space):
         return draw_unseen(key, space, seen, n)[0]
 
-    propose, head = uniform_proposal(space, pool, n)
-    return fill_unique(key, space, propose, seen, n, fallback_rounds=0, propose_head=head)[0]  # uniform already
+    propose, first = uniform_proposal(space, pool, n)
+    first = first if head else None
+    return fill_unique(key, space, propose, seen, n, fallback_rounds=0, propose_head=first)[0]  # uniform already
 
 
 def uniform_proposal(space: Space, pool: int, n: int) -> tuple:

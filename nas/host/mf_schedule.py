@@ -29,6 +29,7 @@ import numpy as np
 
 from nas.core.dedup import one_step_programs
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
+from nas.engine.compile_policy import study_compiler_options
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import cached_jit
 from nas.engine.runner import INIT_FOLD
@@ -52,10 +53,13 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
         k_tell = jax.random.split(jax.random.fold_in(key, step), 3)[2]
         return searcher.tell(k_tell, job, score, state)[0]
 
+    # ask and tell as a single-fidelity Study's (nas.host.programs): a light compile profile (ASHA, successive
+    # halving) compiles them at level 0, ASHA's ask in 1.0 s of CPU instead of 4.2 s (the same jobs)
+    opts = study_compiler_options(searcher)[0]
     return (
         cached_jit(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
-        cached_jit(searcher, "mf_study_ask", 0, lambda: jax.jit(ask)),
-        cached_jit(searcher, "mf_study_tell", 0, lambda: jax.jit(tell)),
+        cached_jit(searcher, "mf_study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
+        cached_jit(searcher, "mf_study_tell", 0, lambda: jax.jit(tell, compiler_options=opts)),
     )
 
 

@@ -50,6 +50,7 @@ def _steps(searcher, one_step: bool, steps: int, seed: int = 0):
     [
         ("random_search", {}),
         ("regularized_evolution", {"population_size": 6, "tournament_size": 3, "num_init": 4}),
+        ("local_search", {"num_init": 3}),
     ],
 )
 def test_one_step_asks_propose_the_same_strings(name, options, space, batch_size):

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from nas.core.contract import Searcher
-from nas.core.dedup import EMPTY, Seen, first_occurrence, pack_first, seen_add, seen_contains
+from nas.core.dedup import EMPTY, Seen, computed_where, first_occurrence, pack_first, seen_add, seen_contains
 from nas.core.options import SearcherOptions, positive
 from nas.core.registry import register
 from nas.core.unseen_draw import uniform_unseen
@@ -146,7 +146,9 @@ class LocalSearch(Searcher):
         n_nbr = jnp.where(climbing, jnp.minimum(avail, b), 0)
 
         seen_n = seen_add(state.seen, jnp.where(jnp.arange(b) < n_nbr, nbr_ids, EMPTY))
-        rand = uniform_unseen(k_rand, self.space, seen_n, b)
+        # read only where neighbours leave slots: a one-step program draws them only then (nas.core.dedup), with
+        # no head (a second copy of the sampling to compile for a draw that runs at restarts)
+        rand = computed_where(n_nbr < b, lambda: uniform_unseen(k_rand, self.space, seen_n, b, head=False))
         slots = jnp.arange(b)
         is_nbr = slots < n_nbr
         tokens = jnp.where(is_nbr[:, None], nbrs, rand[jnp.clip(slots - n_nbr, 0, b - 1)])

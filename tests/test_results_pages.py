@@ -348,12 +348,14 @@ def test_a_multi_fidelity_searcher_is_read_at_the_full_budget(tmp_path, capsys):
     from scripts.results import verify
 
     data = copy.deepcopy(EXAMPLE)
-    data["tables"] = {"main": {"caption": "", "spread": "std", "columns": ["searcher", "c10"],
-                               "rows": [["BOHB", {"mean": 5.754, "spread": 0.22, "digits": 3}]]}}  # fmt: skip
+    data["tables"] = {"main": {"caption": "", "spread": "std", "columns": ["searcher", "c10", "c10 50 %"],
+                               "rows": [["BOHB", {"mean": 5.754, "spread": 0.22, "digits": 3},
+                                         {"mean": 9.0, "spread": 1.0, "digits": 1}]]}}  # fmt: skip
     write_results(tmp_path / "results", data=data)
     wd = fake_run(tmp_path / "wd", {"bohb": [(150, 5.7544, 0.2204)]}, mf=("bohb",))
-    assert verify.main(["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"c10={wd}"]) == 0
-    assert "1 of 1 cells reproduced" in capsys.readouterr().out
+    args = ["t3", "--results-dir", str(tmp_path / "results"), "--workdir", f"c10={wd}", "--workdir", f"c10 50 %={wd}"]
+    assert verify.main(args) == 0
+    assert "2 of 2 cells reproduced" in capsys.readouterr().out  # 50 %: at half the budget's compute
 
 
 def test_verify_names_a_wrong_column_in_one_line(site):

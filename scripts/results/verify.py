@@ -7,12 +7,12 @@ Each ``--workdir COLUMN=WORKDIR[:QUERIES]`` maps one column of the table to a fi
 workdir; each row is the summary's searcher of the same name (``random search`` is ``random_search``,
 ``ReMAADE`` is ``remaade``, ``default (`remaade`)`` too) or the one ``--row LABEL=SEARCHER`` names. A
 cell is read at ``QUERIES``, or the count its column names (``50 queries``, ``50 q``), or the full budget
-(a multi-fidelity searcher: at the compute of the full budget), a column named ``25 %`` is a
-multi-objective run's hypervolume gap at that share of the budget, one named ``(x1e-5)`` is in those
-units. A reported figure is reproduced when the run's mean (and spread) rounds to it at the decimals it
-was reported with; the run must have the trials the cell reports. A table whose spread is "se" is
-compared with the std over the square root of them; a spread is reproduced as the population std
-(``summary.json``'s) or the sample one (n - 1).
+(a multi-fidelity searcher: at the compute of the full budget). A column named ``25 %`` is read at that
+share of the budget (the compute of 25 % of the full trainings; a multi-objective run's hypervolume gap),
+one named ``(x1e-5)`` in those units. A reported figure is reproduced when the run's mean (and spread)
+rounds to it at the decimals it was reported with; the run must have the trials the cell reports. A
+table whose spread is "se" is compared with the std over the square root of them; a spread is
+reproduced as the population std (``summary.json``'s) or the sample one (n - 1).
 
 ``--write`` makes the file the rerun's: differing cells take the run's values (at the same digits), and
 ``run`` its date, machine, versions (or ``--versions-file constraints-results.txt`` where that file pins
@@ -87,10 +87,14 @@ def searcher_key(label: str) -> str:
     return named.group(1) if named else re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
-def gap_figure(summary: dict, searcher: str, fraction: float) -> tuple[float, float, int]:
-    """(mean, std, trials) of a multi-objective run's hypervolume gap (%) at ``fraction`` of the budget."""
+def share_figure(summary: dict, searcher: str, fraction: float) -> tuple[float, float, int]:
+    """(mean, std, trials) at ``fraction`` of the budget: a multi-objective run's hypervolume gap (%), else
+    the reported metric of the incumbent whose compute fits in that share of the budget."""
     if "pareto" not in summary:
-        raise ResultsError("a column named 'N %' reads a multi-objective run's hypervolume gap: this run has none")
+        s = summary["searchers"][searcher]
+        b = s["budget"]
+        i = [round(f, 6) for f in b["fractions"]].index(round(fraction, 6))
+        return b["mean"][i], b["std"][i], int(s["num_trials"])
     s = summary["pareto"]["searchers"][searcher]
     i = [round(f, 6) for f in s["fractions"]].index(round(fraction, 6))
     n = int(s["num_trials"])
@@ -146,7 +150,7 @@ def compare(
                 done.add((r, c))
                 continue
             if percent and not q:
-                mean, std, n = gap_figure(summary, searcher, int(percent.group(1)) / 100)
+                mean, std, n = share_figure(summary, searcher, int(percent.group(1)) / 100)
             else:
                 mean, std, n = run_figure(summary, searcher, queries)
             want = row[c].get("n", data["run"]["trials"]) if isinstance(row[c], dict) else data["run"]["trials"]

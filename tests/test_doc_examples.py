@@ -211,6 +211,10 @@ def module_flags(module: str, seen: set[str] | None = None) -> set[str]:
     names = set(DEFINE.findall(source)) | set(ARGPARSE.findall(source))
     for dep in re.findall(r"^\s*(?:from|import)\s+((?:scripts|nas|spaces)[\w.]*)", source, re.M):
         names |= module_flags(dep, seen)
+    members_of = r"^\s*from\s+((?:scripts|nas|spaces)[\w.]*)\s+import\s+([\w, ]+)$"
+    for package, members in re.findall(members_of, source, re.M):
+        for member in members.split(","):  # `from scripts.results import verify`: a module of the package
+            names |= module_flags(f"{package}.{member.strip()}", seen)
     return names
 
 

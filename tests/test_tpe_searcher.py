@@ -225,3 +225,20 @@ def test_a_study_file_resumes_on_the_grid_it_started_on(tmp_path):
     assert gridded.space.cardinalities != new.space.cardinalities
     with pytest.raises(ValueError, match="searches grids; give ranges='grid'"):
         nas.create_study(dict(SPACE), "regularized_evolution", max_trials=10, ranges="continuous")
+
+
+def test_tpe_resumes_in_the_chunked_loop_bit_for_bit(tmp_path):
+    """Interrupted after two chunks and resumed from its checkpoint, a TPE run ends with the history of an
+    uninterrupted one (configs name Optuna's TPE ``tpe``, so tests/test_resume.py cannot reach this one)."""
+    from nas.engine.chunked_loop import run_chunked
+    from spaces.benchmarks.registry import make_benchmark
+
+    bench = make_benchmark("hpolib/naval_propulsion")
+    searcher = nas.make_searcher("tpe", bench.space, max_queries=30, n_startup_trials=5)
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    whole = run_chunked(searcher, bench, keys, chunk_steps=6, progress=False)
+    ckpt = str(tmp_path / "tpe.npz")
+    assert run_chunked(searcher, bench, keys, chunk_steps=6, ckpt_path=ckpt, progress=False, max_chunks=2) is None
+    resumed = run_chunked(searcher, bench, keys, chunk_steps=6, ckpt_path=ckpt, progress=False)
+    np.testing.assert_array_equal(np.asarray(whole.tokens), np.asarray(resumed.tokens))
+    np.testing.assert_array_equal(np.asarray(whole.score), np.asarray(resumed.score))

@@ -51,7 +51,7 @@ def tell(t, p):
 NASJAX = """
 import nas
 space = {{"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}}
-study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, max_trials={budget}{extra})
+study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, {budget}{extra})
 def ask():
     t = study.ask()
     return t, t.params
@@ -109,8 +109,9 @@ def programs(trials: int, small: bool) -> dict[str, str]:
         else:
             for sampler in ("RandomSampler", "TPESampler"):
                 out[f"Optuna {sampler}"] = OPTUNA.format(sampler=sampler) + LOOP
-    for label, (searcher, extra) in nasjax.items():  # budget = trials: ASHA's (full trainings) is ample
-        out[label] = NASJAX.format(searcher=searcher, budget=trials, extra=extra) + LOOP
+    for label, (searcher, extra) in nasjax.items():  # ASHA's budget: `trials` full trainings (ample)
+        budget = f"max_resource={trials} * 9" if searcher == "asha" else f"max_trials={trials}"
+        out[label] = NASJAX.format(searcher=searcher, budget=budget, extra=extra) + LOOP
     return out
 
 

@@ -56,15 +56,13 @@ _TINY = 1e-37
 
 
 @dataclasses.dataclass(frozen=True)
-class TPEOptions(SearcherOptions):
-    """Attributes (Optuna's ``TPESampler`` defaults):
+class TPEModelOptions:
+    """TPE's model options (Optuna's ``TPESampler`` defaults), shared by ``tpe`` and ``tpe_hyperband``:
     n_startup_trials: uniform configurations before the model (10).
     n_ei_candidates: values drawn from l(x) per hyperparameter (24).
     gamma_fraction, gamma_max: the good set holds ``min(ceil(gamma_fraction n), gamma_max)`` results (0.1, 25).
     prior_weight: the weight of the prior kernel (1.0).
     magic_clip: bandwidths at least ``1 / min(100, 1 + K)`` of the axis (True).
-    ordered_lists: a ``CategoricalSpace``'s increasing numeric value lists are ordinal, as the Optuna peer
-      (``nas.experiment.tpe_peer``) reads them (False: a list is categorical, as in a Study).
     """
 
     n_startup_trials: int = 10
@@ -73,22 +71,26 @@ class TPEOptions(SearcherOptions):
     gamma_max: int = 25
     prior_weight: float = 1.0
     magic_clip: bool = True
-    ordered_lists: bool = False
 
     def check(self):
-        super().check()
-        check_model_options(self)
+        super().check()  # the searcher's own options (SearcherOptions, BracketOptions) first
+        positive(self, "n_ei_candidates", "gamma_max")
+        if self.n_startup_trials < 0:
+            raise ValueError(f"n_startup_trials must be >= 0, got {self.n_startup_trials}")
+        if not 0.0 < self.gamma_fraction <= 1.0:
+            raise ValueError(f"gamma_fraction must be in (0, 1], got {self.gamma_fraction}")
+        if not self.prior_weight > 0.0:
+            raise ValueError(f"prior_weight must be > 0, got {self.prior_weight}")
 
 
-def check_model_options(options) -> None:
-    """``ValueError`` naming a TPE model option out of its range (``TPEOptions``' fields)."""
-    positive(options, "n_ei_candidates", "gamma_max")
-    if options.n_startup_trials < 0:
-        raise ValueError(f"n_startup_trials must be >= 0, got {options.n_startup_trials}")
-    if not 0.0 < options.gamma_fraction <= 1.0:
-        raise ValueError(f"gamma_fraction must be in (0, 1], got {options.gamma_fraction}")
-    if not options.prior_weight > 0.0:
-        raise ValueError(f"prior_weight must be > 0, got {options.prior_weight}")
+@dataclasses.dataclass(frozen=True)
+class TPEOptions(TPEModelOptions, SearcherOptions):
+    """Attributes (``TPEModelOptions``' and):
+    ordered_lists: a ``CategoricalSpace``'s increasing numeric value lists are ordinal, as the Optuna peer
+      (``nas.experiment.tpe_peer``) reads them (False: a list is categorical, as in a Study).
+    """
+
+    ordered_lists: bool = False
 
 
 @struct.dataclass

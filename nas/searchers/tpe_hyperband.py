@@ -24,25 +24,14 @@ from nas.core.seen_set import first_in_order
 from nas.core.unseen_draw import draw_new
 from nas.searchers.observations import Observations, observations_init, observe
 from nas.searchers.successive_halving import BracketOptions, Hyperband
-from nas.searchers.tpe import TPE, TPEOptions, check_model_options, default_gamma
+from nas.searchers.tpe import TPE, TPEModelOptions, TPEOptions, default_gamma
 
 
 @dataclasses.dataclass(frozen=True)
-class TPEHyperbandOptions(BracketOptions):
-    """Attributes (and those of ``BracketOptions``: eta, min_budget, max_budget, ...; TPE's as ``TPEOptions``):
-    n_startup_trials: results a budget needs before its model is used (10); until one has them, uniform.
+class TPEHyperbandOptions(TPEModelOptions, BracketOptions):
+    """Attributes: ``BracketOptions``' (eta, min_budget, max_budget, ...) and TPE's (``TPEModelOptions``), where
+    n_startup_trials is the results a budget needs before its model is used (10); until one has them, uniform.
     """
-
-    n_startup_trials: int = 10
-    n_ei_candidates: int = 24
-    gamma_fraction: float = 0.1
-    gamma_max: int = 25
-    prior_weight: float = 1.0
-    magic_clip: bool = True
-
-    def check(self):
-        super().check()
-        check_model_options(self)
 
 
 @struct.dataclass

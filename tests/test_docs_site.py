@@ -49,7 +49,7 @@ def test_docs_fit_their_budget():
 
 
 def nav_pages() -> list[str]:
-    yaml = pytest.importorskip("yaml")
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with mkdocs: pip install -r requirements-dev.txt")
 
     class Loader(yaml.SafeLoader):  # mkdocs.yml may hold !!python/name tags; the nav needs none of them
         pass

@@ -20,9 +20,8 @@ GRID = CategoricalSpace("tiny", {"a": [0, 1, 2, 3], "b": [0, 1, 2], "c": ["x", "
 HPO = declared_space({"lr": Float(1e-3, 1e-1, log=True, num=5), "w": Int(1, 4), "act": ["a", "b"]})  # 40
 
 
-def _steps(searcher, one_step: bool, steps: int, seed: int = 0):
-    """The tokens of ``steps`` ask/tell steps (scores from the tokens), the asks traced inside
-    ``one_step_programs`` or not."""
+def _jitted(searcher, one_step: bool):
+    """The searcher's jitted ``ask`` (traced inside ``one_step_programs`` or not) and ``tell``."""
 
     def ask(key, state):
         if one_step:
@@ -30,7 +29,14 @@ def _steps(searcher, one_step: bool, steps: int, seed: int = 0):
                 return searcher.ask(key, state)
         return searcher.ask(key, state)
 
-    ask, tell = jax.jit(ask), jax.jit(searcher.tell)
+    return jax.jit(ask), jax.jit(searcher.tell)
+
+
+def _steps(searcher, one_step: bool, steps: int, seed: int = 0):
+    """The tokens of ``steps`` ask/tell steps (scores from the tokens), the asks traced inside
+    ``one_step_programs`` or not."""
+
+    ask, tell = _jitted(searcher, one_step)
     key = jax.random.PRNGKey(seed)
     state = jax.jit(searcher.init)(jax.random.fold_in(key, 7))
     out = []
@@ -100,13 +106,7 @@ def test_computed_where_skips_only_in_one_step_programs():
 def _asha_jobs(searcher, one_step: bool, steps: int):
     """ASHA's jobs over ``steps`` asks, each told at once (a score from its tokens and fidelity)."""
 
-    def ask(key, state):
-        if one_step:
-            with one_step_programs():
-                return searcher.ask(key, state)
-        return searcher.ask(key, state)
-
-    ask, tell = jax.jit(ask), jax.jit(searcher.tell)
+    ask, tell = _jitted(searcher, one_step)
     key = jax.random.PRNGKey(5)
     state = jax.jit(searcher.init)(key)
     out = []

@@ -45,21 +45,24 @@ def declarations(space: dict) -> dict:
     return out
 
 
+def _range_text(kind: str, args: dict) -> str:
+    """A range's arguments as written: ``0.0001, 1, log=True`` (an Int's step of 1 left out)."""
+    extra = "".join(f", {k}={args[k]!r}" for k in ("step", "log")
+                    if args.get(k) not in (None, False) and not (k == "step" and kind == "Int" and args[k] == 1))
+    return f"{args['low']!r}, {args['high']!r}{extra}"
+
+
 def suggest_call(name: str, kind: str, args: dict) -> str:
     """The suggest call as written: ``trial.suggest_float('lr', 0.0001, 1, log=True)``."""
     if kind == "Categorical":
         return f"trial.suggest_categorical({name!r}, {list(args['choices'])!r})"
-    extra = "".join(f", {k}={args[k]!r}" for k in ("step", "log")
-                    if args.get(k) not in (None, False) and not (k == "step" and kind == "Int" and args[k] == 1))
-    return f"trial.{KINDS[kind]}({name!r}, {args['low']!r}, {args['high']!r}{extra})"
+    return f"trial.{KINDS[kind]}({name!r}, {_range_text(kind, args)})"
 
 
 def _declaration_text(name: str, kind: str, args: dict) -> str:
     if kind == "Categorical":
         return f"{name!r}: {list(args['choices'])!r}"
-    extra = "".join(f", {k}={args[k]!r}" for k in ("step", "log")
-                    if args.get(k) not in (None, False) and not (k == "step" and kind == "Int" and args[k] == 1))
-    return f"{name!r}: nas.{kind}({args['low']!r}, {args['high']!r}{extra})"
+    return f"{name!r}: nas.{kind}({_range_text(kind, args)})"
 
 
 def _same_number(a, b) -> bool:

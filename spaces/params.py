@@ -365,12 +365,17 @@ def _shape_space(cardinalities, ordinal, conditions, order_aware, mutation_scale
     return HPOSpace("study_shape", hps, order_aware=order_aware, mutation_scale=mutation_scale)
 
 
-def shape_space(space: HPOSpace) -> HPOSpace:
-    """One ``HPOSpace`` per shape (cardinalities, ordinal tokens, conditions as token values, operators): its
-    jittable methods are those of ``space``, and searchers on it compare equal, so Studies share programs."""
+def shape_key(space: HPOSpace) -> tuple:
+    """What an ``HPOSpace``'s jittable methods depend on: cardinalities, ordinal tokens, conditions as token
+    values, order-awareness and mutation scale (plain values, the same in every process)."""
     conditions = tuple(
         tuple((p, tuple(int(v) for v in np.flatnonzero(mask))) for p, mask in conds) for conds in space._conditions
     )
-    return _shape_space(
-        tuple(space.cardinalities), tuple(space.ordinal), conditions, space.order_aware, space.mutation_scale
-    )
+    return (tuple(int(c) for c in space.cardinalities), tuple(bool(o) for o in space.ordinal), conditions,
+            bool(space.order_aware), float(space.mutation_scale))  # fmt: skip
+
+
+def shape_space(space: HPOSpace) -> HPOSpace:
+    """One ``HPOSpace`` per shape (``shape_key``): its jittable methods are those of ``space``, and searchers
+    on it compare equal, so Studies share programs."""
+    return _shape_space(*shape_key(space))

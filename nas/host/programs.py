@@ -10,6 +10,9 @@ evolution, local search; ``nas.engine.compile_policy.study_compiler_options``) c
 programs at XLA's level 0 with the emitters their chunk programs use (the loop emitters on a CPU): the
 README's example's batch-of-4 ``ask`` compiled in 1.7 s instead of 3.2 s with the fusion emitters, and
 proposes the same strings.
+
+The ``ask`` and ``tell`` programs of a searcher on a shared space are also kept as exported StableHLO
+(``nas.engine.program_store``), so a second process reads them instead of tracing and lowering them again.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from nas.core.dedup import one_step_programs
 from nas.engine.compile_policy import study_compiler_options
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import cached_jit
+from nas.engine.program_store import describe, stored_jit
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
 from spaces.hpo import HPOSpace
-from spaces.params import shape_space
+from spaces.params import shape_key, shape_space
+
+_SHAPES: dict[int, tuple] = {}  # id(shared space) -> (the space, its shape): what a stored program is keyed by
 
 
 @functools.lru_cache(maxsize=64)
@@ -35,14 +41,28 @@ def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
     return CategoricalSpace("study_grid", {f"h{i}": list(range(c)) for i, c in enumerate(cardinalities)})
 
 
+def _shared(space: Space, shape: tuple) -> Space:
+    _SHAPES.setdefault(id(space), (space, shape))
+    return space
+
+
+def space_shape(space: Space) -> tuple | None:
+    """The shape of a shared space from ``program_space`` (what its programs depend on); None for another."""
+    entry = _SHAPES.get(id(space))
+    return entry[1] if entry is not None and entry[0] is space else None
+
+
 def program_space(space: Space) -> Space:
     """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
     whose jittable methods depend on its cardinalities alone, the shared space of that shape; likewise for
     an order-aware ``HPOSpace`` (``spaces.params.shape_space``)."""
     if type(space) is HPOSpace and space.order_aware:
-        return shape_space(space)
+        shared = shape_space(space)
+        return _shared(shared, ("hpo_shape", shape_key(space)))
     plain = type(space) is CategoricalSpace and space.plain_product  # ids hash alike at any size: by shape
-    return _grid_space(tuple(space.cardinalities)) if plain else space
+    if plain:
+        return _shared(_grid_space(tuple(space.cardinalities)), ("grid", tuple(space.cardinalities)))
+    return space
 
 
 def study_programs(searcher: Searcher) -> tuple:
@@ -61,8 +81,16 @@ def study_programs(searcher: Searcher) -> tuple:
             tokens, state = searcher.ask(k_ask, state)
         return tokens, state, k_tell
 
+    def tell(key, tokens, scores, state):
+        return searcher.tell(key, tokens, scores, state)[0], None  # the Study reads the state only
+
+    shape = space_shape(searcher.space)
+
+    def kept(what, fn, out_tree):  # stored as exported StableHLO on a shared space (module docstring)
+        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, opts))
+
     return (
         cached_jit(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
-        cached_jit(searcher, "study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
-        cached_jit(searcher, "study_tell", 0, lambda: jax.jit(searcher.tell, compiler_options=opts)),
+        kept("study_ask", ask, lambda key, step, state: jax.tree.structure((0, state, 0))),  # tokens, state, key
+        kept("study_tell", tell, lambda key, tokens, scores, state: jax.tree.structure((state, None))),
     )

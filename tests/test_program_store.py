@@ -1,0 +1,145 @@
+"""Study programs kept as exported StableHLO (nas.engine.program_store): a warm process traces no searcher code
+and every process computes the same bits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import pytest
+
+import nas
+from nas.engine import program_cache, program_store
+from nas.engine.program_store import STORE_DIR, StoredProgram, stored_jit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPACE = {"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}
+
+
+def run_study(searcher: str, n: int = 30) -> list:
+    study = nas.Study(SPACE, searcher=searcher, direction="minimize", seed=5, max_trials=n)
+    rows = []
+    for _ in range(n):
+        t = study.ask()
+        rows.append(t.tokens.tolist())
+        study.tell(t, (t.params["lr"] - 0.01) ** 2 + abs(t.params["width"] - 64) / 256)
+    return rows
+
+
+def fresh_programs() -> None:
+    """As a new process: no program of this one's is reused (the store and XLA's disk cache stay)."""
+    program_cache._PROGRAMS.clear()
+    program_cache._COMPILED.clear()
+    jax.clear_caches()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A new, empty store for the Study's programs (XLA's cache stays where it is)."""
+    monkeypatch.setattr(program_store, "store_folder", lambda: str(tmp_path / STORE_DIR))
+    fresh_programs()
+    yield tmp_path
+    fresh_programs()
+
+
+def stored_asks() -> list[StoredProgram]:
+    return [p for (_, what, _), p in program_cache._PROGRAMS.items() if what == "study_ask"]
+
+
+@pytest.mark.filterwarnings("ignore:searcher .* searches 2 ranges on a grid")
+def test_a_stored_program_computes_what_a_traced_one_does(cache, monkeypatch):
+    with monkeypatch.context() as m:  # the store off: jax.jit as before
+        m.setattr(program_store, "serialization_available", lambda: False)
+        traced = run_study("regularized_evolution")
+    assert not any(isinstance(p, StoredProgram) for p in program_cache._PROGRAMS.values())
+    fresh_programs()
+    cold = run_study("regularized_evolution")  # exports into the store
+    (ask,) = stored_asks()
+    assert ask.loaded is False
+    files = sorted(os.listdir(cache / STORE_DIR))
+    assert [f.split("-")[0] for f in files] == ["study_ask", "study_tell"], files
+    fresh_programs()
+    warm = run_study("regularized_evolution")  # reads it
+    (ask,) = stored_asks()
+    assert ask.loaded is True
+    assert traced == cold == warm
+
+
+@pytest.mark.filterwarnings("ignore:searcher .* searches 2 ranges on a grid")
+def test_a_damaged_stored_program_is_exported_again(cache):
+    first = run_study("local_search", 12)
+    folder = cache / STORE_DIR
+    for name in os.listdir(folder):
+        (folder / name).write_bytes(b"not a program")
+    fresh_programs()
+    again = run_study("local_search", 12)
+    (ask,) = stored_asks()
+    assert ask.loaded is False and again == first
+    fresh_programs()
+    run_study("local_search", 12)
+    assert stored_asks()[0].loaded is True  # replaced by a good file
+
+
+def test_the_key_follows_the_source_the_arguments_and_the_description(monkeypatch):
+    specs = [jax.ShapeDtypeStruct((3,), "int32")]
+    tree = jax.tree.structure((0,))
+    key = program_store.program_key('{"what": "study_ask"}', tree, specs)
+    assert key.startswith("study_ask-") and key.endswith(".jaxexport")
+    assert program_store.program_key('{"what": "study_tell"}', tree, specs) != key
+    assert program_store.program_key('{"what": "study_ask"}', tree, [jax.ShapeDtypeStruct((4,), "int32")]) != key
+    monkeypatch.setattr(program_store, "source_digest", lambda: "edited")
+    assert program_store.program_key('{"what": "study_ask"}', tree, specs) != key
+
+
+def test_an_out_tree_that_is_not_the_programs_refuses(cache):
+    f = stored_jit(lambda x: (x + 1, x), json.dumps({"what": "pair"}), lambda x: jax.tree.structure(0))
+    with pytest.raises(ValueError, match="out_tree gives"):
+        f(jax.numpy.ones(3))
+
+
+def test_without_serialization_or_a_cache_it_is_a_plain_jit(monkeypatch, tmp_path):
+    monkeypatch.setattr(program_store, "serialization_available", lambda: False)
+    f = stored_jit(lambda x: x * 2, json.dumps({"what": "double"}), lambda x: jax.tree.structure(0))
+    assert not isinstance(f, StoredProgram) and float(f(2.0)) == 4.0
+    monkeypatch.undo()
+    assert not isinstance(stored_jit(lambda x: x, None, lambda x: None), StoredProgram)  # nothing describes it
+
+
+CHILD = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import nas
+from nas.searchers.regularized_evolution import RegularizedEvolution
+calls = [0]
+ask = RegularizedEvolution.ask
+def counted(self, key, state):
+    calls[0] += 1
+    return ask(self, key, state)
+RegularizedEvolution.ask = counted
+space = {"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}
+study = nas.Study(space, searcher="regularized_evolution", direction="minimize", seed=0, max_trials=100)
+rows = []
+for _ in range(60):  # past the random initial population: the mutation steps run too
+    t = study.ask(); rows.append(t.tokens.tolist()); study.tell(t, t.params["lr"])
+print(json.dumps({"traced": calls[0], "rows": rows}))
+"""
+
+
+def test_a_warm_second_process_traces_no_searcher_code(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    env.update(NASJAX_COMPILATION_CACHE=str(tmp_path / "cache"), JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")])))  # fmt: skip
+    out = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD)], env=env, cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)  # fmt: skip
+        assert p.returncode == 0, p.stderr[-2000:]
+        out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    cold, warm = out
+    assert cold["traced"] >= 1  # the first process traced the searcher's ask to export it
+    assert warm["traced"] == 0  # the second read it
+    assert warm["rows"] == cold["rows"]

@@ -149,7 +149,7 @@ class BatchDriver:
     # -- tell ------------------------------------------------------------------
     def finish(self, trial: Trial, value, state: str, cost) -> None:
         """Records how ``trial`` ended and tells the searcher once its batch is complete."""
-        if trial.state != "pending" or not any(trial is b for b in self._batch):
+        if trial.state != "pending" or trial not in self._batch:  # by identity: a Trial compares as itself (eq=False)
             raise ValueError(f"trial {trial.number} is not a pending trial of this study (state {trial.state!r})")
         value = None if state == "failed" else value
         complete, cost = now(), None if cost is None else float(cost)

@@ -266,7 +266,7 @@ class Study(StudyBase):
                 end = "recorded as pruned, without a value" if state == "pruned" else "recorded as a failed evaluation"
                 warnings.warn(f"trial {t.number}: the objective value is {v}; {end}", stacklevel=2)
                 v = None
-            self._finish(t, v, state or ("complete" if v is not None else "failed"), c)
+            self._driver.finish(t, v, state or ("complete" if v is not None else "failed"), c)  # the lock is held
 
     def _finish(self, trial: Trial, value, state: str, cost) -> None:
         with self._lock:

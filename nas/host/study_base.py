@@ -118,6 +118,8 @@ class StudyBase:
 
     def check_writable(self) -> None:
         """A one-line ``StorageError`` if the study's storage cannot be written (read-only: it loads for reading)."""
+        if self._storage is None:  # no storage: nothing to refuse (the common case, on every ask and tell)
+            return
         reason = st.read_only_reason(self._storage)
         if reason and not self._replaying:
             raise st.read_only_error(self._storage_name(), reason)
@@ -253,12 +255,13 @@ class StudyBase:
         number = len(self.trials)
         trial = Trial(number=number, tokens=tokens, params=self.space.to_spec(tokens), datetime_start=now(),
                       declared=getattr(self, "_declared", None), _study=self, **fields)  # fmt: skip
-        record = {"event": "ask", "number": number, "tokens": trial.tokens.tolist(),
-                  "start": _iso(trial.datetime_start)}  # fmt: skip
-        for k in ("fidelity", "parent"):
-            if fields.get(k) is not None:
-                record[k] = fields[k]
-        self._journal(record)
+        if self._storage is not None and not self._replaying:  # built only to be written (tolist, isoformat)
+            record = {"event": "ask", "number": number, "tokens": trial.tokens.tolist(),
+                      "start": _iso(trial.datetime_start)}  # fmt: skip
+            for k in ("fidelity", "parent"):
+                if fields.get(k) is not None:
+                    record[k] = fields[k]
+            self._journal(record)
         if self.directory is not None:
             trial.checkpoint_dir = os.path.join(self.directory, checkpoint_key(number))
             if not self._replaying:  # a load creates no folder (read-only media, a moved study)
@@ -317,11 +320,13 @@ class StudyBase:
 
     def _journal_tell(self, trial: Trial, state: str, value, values, cost, complete) -> None:
         """Writes how ``trial`` ended, before the trial or the searcher changes (write-ahead)."""
+        if self._storage is None or self._replaying:  # nothing is written: the record is not built (isoformat)
+            return
         record = {"event": "tell", "number": trial.number, "state": state, "value": value, "cost": cost,
                   "complete": _iso(complete)}  # fmt: skip
         if self.num_objectives > 1:
             record["values"] = values
-        if trial.user_attrs and self._storage is not None:
+        if trial.user_attrs:
             record["user_attrs"] = _json_attrs(trial)
         self._journal(record)
 

@@ -264,6 +264,8 @@ def is_nonfinite(value) -> bool:
 
 def as_value(value, number: int) -> float | None:
     """A told value as a float (None = failed); anything but a real number or None is a clear error."""
+    if type(value) is float or type(value) is int:  # the usual value, before the ABC checks (a bool is neither)
+        return float(value)
     if value is None:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
@@ -317,6 +319,8 @@ def as_cost(cost, number: int) -> float | None:
 
 def nonfinite(value) -> bool:
     """Whether a told value (a number or a sequence of numbers) holds a NaN or an infinity."""
+    if type(value) is float:  # a read value (as_value's): the one check it needs
+        return not math.isfinite(value)
     if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):
         return any(is_nonfinite(v) for v in value)
     return is_nonfinite(value)

@@ -129,12 +129,13 @@ class JobDriver:
                     raise NoTrialNow(self._waiting_message()) from None
                 raise
             f, p = job["fidelity"], job["parent"]
-            parent = self._at.get((tuple(job["tokens"].tolist()), p)) if p >= 0 else None
+            config = tuple(job["tokens"].tolist())  # the key of _at, for the parent and for this trial
+            parent = self._at.get((config, p)) if p >= 0 else None
             trial = s._new_trial(job["tokens"], fidelity=f, budget=float(self.fidelities[f]), parent=parent)
         except StorageError:
             schedule.restore(before)
             raise
-        self._at[(tuple(job["tokens"].tolist()), f)] = trial.number
+        self._at[(config, f)] = trial.number
         self._running[trial.number] = (job, slot)
         return trial
 

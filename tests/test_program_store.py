@@ -21,7 +21,8 @@ SPACE = {"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act":
 
 
 def run_study(searcher: str, n: int = 30) -> list:
-    study = nas.Study(SPACE, searcher=searcher, direction="minimize", seed=5, max_trials=n)
+    budget = {"max_resource": n * 9, "fidelities": [1, 3, 9]} if searcher == "asha" else {"max_trials": n}
+    study = nas.Study(SPACE, searcher=searcher, direction="minimize", seed=5, **budget)
     rows = []
     for _ in range(n):
         t = study.ask()
@@ -46,8 +47,8 @@ def cache(tmp_path, monkeypatch):
     fresh_programs()
 
 
-def stored_asks() -> list[StoredProgram]:
-    return [p for (_, what, _), p in program_cache._PROGRAMS.items() if what == "study_ask"]
+def stored_asks(what: str = "study_ask") -> list[StoredProgram]:
+    return [p for (_, name, _), p in program_cache._PROGRAMS.items() if name == what]
 
 
 @pytest.mark.filterwarnings("ignore:searcher .* searches 2 ranges on a grid")
@@ -82,6 +83,16 @@ def test_a_damaged_stored_program_is_exported_again(cache):
     fresh_programs()
     run_study("local_search", 12)
     assert stored_asks()[0].loaded is True  # replaced by a good file
+
+
+def test_a_multi_fidelity_study_reads_its_programs_from_the_store(cache):
+    cold = run_study("asha", 20)
+    assert [p.loaded for p in stored_asks("mf_study_ask")] == [False]
+    fresh_programs()
+    warm = run_study("asha", 20)
+    assert [p.loaded for p in stored_asks("mf_study_ask")] == [True]
+    assert [p.loaded for p in stored_asks("mf_study_tell")] == [True]
+    assert warm == cold
 
 
 def test_the_key_follows_the_source_the_arguments_and_the_description(monkeypatch):

@@ -32,7 +32,9 @@ from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.engine.compile_policy import compiler_options
 from nas.engine.devices import default_compilation_cache
 from nas.engine.program_cache import cached_jit
+from nas.engine.program_store import describe, stored_jit
 from nas.engine.runner import INIT_FOLD
+from nas.host.programs import space_shape
 from nas.host.trials import BudgetSpent, NoTrialNow
 
 
@@ -57,10 +59,16 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
     # ask compiled in 2.0 s of CPU instead of 4.2 s at XLA's defaults and runs a step in ~0.5 ms (level 0: 1.2 s,
     # ~0.9 ms); the same jobs
     opts = compiler_options(searcher)
+    shape = space_shape(searcher.space)
+
+    def kept(what, fn, out_tree):  # stored as exported StableHLO on a shared space (nas.host.programs)
+        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, opts))
+
+    job = Job(tokens=0, fidelity=0, parent=0, ok=0)  # a Job's tree (its leaves are the arrays ask returns)
     return (
         cached_jit(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
-        cached_jit(searcher, "mf_study_ask", 0, lambda: jax.jit(ask, compiler_options=opts)),
-        cached_jit(searcher, "mf_study_tell", 0, lambda: jax.jit(tell, compiler_options=opts)),
+        kept("mf_study_ask", ask, lambda key, step, slot, state: jax.tree.structure((job, state))),
+        kept("mf_study_tell", tell, lambda key, step, job, score, state: jax.tree.structure(state)),
     )
 
 

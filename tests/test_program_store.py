@@ -62,7 +62,7 @@ def test_a_stored_program_computes_what_a_traced_one_does(cache, monkeypatch):
     (ask,) = stored_asks()
     assert ask.loaded is False
     files = sorted(os.listdir(cache / STORE_DIR))
-    assert [f.split("-")[0] for f in files] == ["study_ask", "study_tell"], files
+    assert [f.split("-")[0] for f in files] == ["study_ask", "study_init", "study_tell"], files
     fresh_programs()
     warm = run_study("regularized_evolution")  # reads it
     (ask,) = stored_asks()
@@ -123,8 +123,12 @@ def test_without_serialization_or_a_cache_it_is_a_plain_jit(monkeypatch, tmp_pat
 CHILD = """
 import json, sys, warnings
 warnings.simplefilter("ignore")
+import jax.monitoring
 import nas
 from nas.searchers.regularized_evolution import RegularizedEvolution
+compiles = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, secs, **_: compiles.append(event) if event == "/jax/core/compile/backend_compile_duration" else None)
 calls = [0]
 ask = RegularizedEvolution.ask
 def counted(self, key, state):
@@ -133,10 +137,11 @@ def counted(self, key, state):
 RegularizedEvolution.ask = counted
 space = {"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}
 study = nas.Study(space, searcher="regularized_evolution", direction="minimize", seed=0, max_trials=100)
-rows = []
-for _ in range(60):  # past the random initial population: the mutation steps run too
+rows, later = [], 0
+for i in range(60):  # past the random initial population: the mutation steps run too
     t = study.ask(); rows.append(t.tokens.tolist()); study.tell(t, t.params["lr"])
-print(json.dumps({"traced": calls[0], "rows": rows}))
+    later = len(compiles) if i == 0 else later
+print(json.dumps({"traced": calls[0], "rows": rows, "compiles_after_first": len(compiles) - later}))
 """
 
 
@@ -154,3 +159,6 @@ def test_a_warm_second_process_traces_no_searcher_code(tmp_path):
     assert cold["traced"] >= 1  # the first process traced the searcher's ask to export it
     assert warm["traced"] == 0  # the second read it
     assert warm["rows"] == cold["rows"]
+    # one executable per program: a stored program's results are committed to the device, and arguments that
+    # turned committed after the first step would compile the program again
+    assert cold["compiles_after_first"] == warm["compiles_after_first"] == 0

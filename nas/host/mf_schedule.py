@@ -61,12 +61,12 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
     opts = compiler_options(searcher)
     shape = space_shape(searcher.space)
 
-    def kept(what, fn, out_tree):  # stored as exported StableHLO on a shared space (nas.host.programs)
-        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, opts))
+    def kept(what, fn, out_tree, options=opts):  # stored as exported StableHLO on a shared space (nas.host.programs)
+        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, options))
 
     job = Job(tokens=0, fidelity=0, parent=0, ok=0)  # a Job's tree (its leaves are the arrays ask returns)
     return (
-        cached_jit(searcher, "mf_study_init", 0, lambda: jax.jit(init)),
+        kept("mf_study_init", init, lambda key: jax.tree.structure(jax.eval_shape(init, key)), None),  # (programs.py)
         kept("mf_study_ask", ask, lambda key, step, slot, state: jax.tree.structure((job, state))),
         kept("mf_study_tell", tell, lambda key, step, job, score, state: jax.tree.structure(state)),
     )

@@ -86,11 +86,13 @@ def study_programs(searcher: Searcher) -> tuple:
 
     shape = space_shape(searcher.space)
 
-    def kept(what, fn, out_tree):  # stored as exported StableHLO on a shared space (module docstring)
-        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, opts))
+    def kept(what, fn, out_tree, options=opts):  # stored as exported StableHLO on a shared space (module docstring)
+        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, options))
 
+    # init too: a stored program's results are committed to their device, and a program whose arguments change
+    # from uncommitted (a plain jit's results) to committed compiles again
     return (
-        cached_jit(searcher, "study_init", 0, lambda: jax.jit(init, compiler_options=init_opts)),
+        kept("study_init", init, lambda key: jax.tree.structure(jax.eval_shape(init, key)), init_opts),
         kept("study_ask", ask, lambda key, step, state: jax.tree.structure((0, state, 0))),  # tokens, state, key
         kept("study_tell", tell, lambda key, tokens, scores, state: jax.tree.structure((state, None))),
     )

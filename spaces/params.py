@@ -341,7 +341,9 @@ def _build(decls: tuple, name: str, fine: bool, space_options: dict) -> HPOSpace
     if not fine:
         return HPOSpace(name, hyperparameters, order_aware=True, **space_options)
     scales = tuple(None if isinstance(d, Categorical) else ("log" if d.log else "linear") for _, d in decls)
-    return ContinuousSpace(name, hyperparameters, scales, order_aware=True, **space_options)
+    space = ContinuousSpace(name, hyperparameters, scales, order_aware=True, **space_options)
+    space.declarations = (decls, tuple(sorted(space_options.items())))  # what it is built from (declarations_key)
+    return space
 
 
 @functools.lru_cache(maxsize=4)  # a million-value range holds ~40 MB of values: a few spaces at once
@@ -363,6 +365,23 @@ def _shape_space(cardinalities, ordinal, conditions, order_aware, mutation_scale
         when = {f"h{p}": list(allowed) for p, allowed in conds} or None
         hps.append(grid(f"h{i}", list(range(c)), when=when) if o else categorical(f"h{i}", list(range(c)), when=when))
     return HPOSpace("study_shape", hps, order_aware=order_aware, mutation_scale=mutation_scale)
+
+
+def _plain(value) -> bool:
+    """A value whose ``repr`` is the same in every process (numbers, strings, bools, None, and tuples of them)."""
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, bytes, bool, int, float, np.generic))
+
+
+def declarations_key(space: HPOSpace) -> tuple | None:
+    """The declarations a ``ContinuousSpace`` of ``declared_space`` was built from, as plain values (what its
+    jittable methods depend on); None for another space, or a choice whose text may differ between processes."""
+    decls, options = getattr(space, "declarations", (None, None))
+    if decls is None:
+        return None
+    out = tuple((key, type(d).__name__, dataclasses.astuple(d)) for key, d in decls)
+    return (space.name, out, options) if _plain(out) and _plain(options) else None
 
 
 def shape_key(space: HPOSpace) -> tuple:

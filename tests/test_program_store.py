@@ -95,6 +95,21 @@ def test_a_multi_fidelity_study_reads_its_programs_from_the_store(cache):
     assert warm == cold
 
 
+def test_a_study_on_continuous_ranges_reads_its_programs_from_the_store(cache):
+    cold = run_study("tpe", 12)  # Float and Int ranges on fine grids, keyed by their declarations
+    assert [p.loaded for p in stored_asks()] == [False]
+    fresh_programs()
+    assert run_study("tpe", 12) == cold
+    assert [p.loaded for p in stored_asks()] == [True]
+
+
+def test_a_space_whose_choices_print_differently_per_process_is_not_stored():
+    from spaces.params import declarations_key, declared_space
+
+    assert declarations_key(declared_space(SPACE, continuous=True)) is not None
+    assert declarations_key(declared_space({"f": [object(), object()]}, continuous=True)) is None
+
+
 def test_the_key_follows_the_source_the_arguments_and_the_description(monkeypatch):
     specs = [jax.ShapeDtypeStruct((3,), "int32")]
     tree = jax.tree.structure((0,))

@@ -18,6 +18,7 @@ The ``ask`` and ``tell`` programs of a searcher on a shared space are also kept 
 from __future__ import annotations
 
 import functools
+import weakref
 
 import jax
 
@@ -29,10 +30,11 @@ from nas.engine.program_cache import cached_jit
 from nas.engine.program_store import describe, stored_jit
 from nas.engine.runner import INIT_FOLD
 from spaces.base import CategoricalSpace, Space
+from spaces.continuous_space import ContinuousSpace
 from spaces.hpo import HPOSpace
-from spaces.params import shape_key, shape_space
+from spaces.params import declarations_key, shape_key, shape_space
 
-_SHAPES: dict[int, tuple] = {}  # id(shared space) -> (the space, its shape): what a stored program is keyed by
+_SHAPES: dict[int, tuple] = {}  # id(shared space) -> (a weak reference to it, its shape): a stored program's key
 
 
 @functools.lru_cache(maxsize=64)
@@ -42,14 +44,16 @@ def _grid_space(cardinalities: tuple[int, ...]) -> CategoricalSpace:
 
 
 def _shared(space: Space, shape: tuple) -> Space:
-    _SHAPES.setdefault(id(space), (space, shape))
+    entry = _SHAPES.get(id(space))
+    if entry is None or entry[0]() is not space:  # weak: a space of fine grids holds megabytes of values
+        _SHAPES[id(space)] = (weakref.ref(space), shape)
     return space
 
 
 def space_shape(space: Space) -> tuple | None:
     """The shape of a shared space from ``program_space`` (what its programs depend on); None for another."""
     entry = _SHAPES.get(id(space))
-    return entry[1] if entry is not None and entry[0] is space else None
+    return entry[1] if entry is not None and entry[0]() is space else None
 
 
 def program_space(space: Space) -> Space:
@@ -62,7 +66,8 @@ def program_space(space: Space) -> Space:
     plain = type(space) is CategoricalSpace and space.plain_product  # ids hash alike at any size: by shape
     if plain:
         return _shared(_grid_space(tuple(space.cardinalities)), ("grid", tuple(space.cardinalities)))
-    return space
+    declared = declarations_key(space) if type(space) is ContinuousSpace else None  # fine grids: by declarations
+    return space if declared is None else _shared(space, ("continuous", declared))
 
 
 def study_programs(searcher: Searcher) -> tuple:

@@ -110,6 +110,12 @@ def test_a_space_whose_choices_print_differently_per_process_is_not_stored():
     assert declarations_key(declared_space({"f": [object(), object()]}, continuous=True)) is None
 
 
+def test_a_searcher_that_says_so_keeps_its_programs_traced(cache):
+    run_study("random_search", 4)  # RandomSearch.stored_programs is False
+    assert not any(isinstance(p, StoredProgram) for p in program_cache._PROGRAMS.values())
+    assert not (cache / STORE_DIR).exists()
+
+
 def test_the_key_follows_the_source_the_arguments_and_the_description(monkeypatch):
     specs = [jax.ShapeDtypeStruct((3,), "int32")]
     tree = jax.tree.structure((0,))

@@ -44,6 +44,8 @@ fingerprinted by them (``identity``), so a run resumes in a new process by const
   (level 1 and, on a CPU, XLA's loop emitters: gathers, compares and integer arithmetic only, the same
   histories). Default: ``"default"``. A class attribute, or a property where a static variant's steps
   differ (BO's random first steps).
+- ``stored_programs``: whether a Study keeps this searcher's programs lowered for the next process
+  (``nas.engine.program_store``). Default: True.
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")`` (``nas.core.registry``), and import
@@ -81,6 +83,7 @@ class Searcher:
     splits_over_devices: ClassVar[bool] = True
     multi_fidelity: ClassVar[bool] = False  # True: the job contract of nas.core.multi_fidelity
     compile_profile: ClassVar[str] = "default"  # nas.engine.compile_policy.PROFILES
+    stored_programs: ClassVar[bool] = True  # a Study's programs kept lowered across processes (program_store)
     books_in: ClassVar[str | None] = None  # the state field holding the books (a wrapped searcher's state)
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):

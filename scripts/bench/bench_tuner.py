@@ -11,7 +11,7 @@ the time from the parent's launch to the first ask's return, the median ask+tell
 exec); by the parent: the whole process's wall seconds. nasjax rows run twice with one new, empty
 compilation cache folder (``$NASJAX_COMPILATION_CACHE``): cold (everything compiles), then warm (a
 second process, same folder; the cache's file count after each run says whether it compiled). With
-evolution's warm cache, a study of 20 trials runs ``optimize`` on 2 process workers (``backend="process"``):
+evolution's warm cache, its study runs 20 trials with ``optimize`` on 2 process workers (``backend="process"``):
 its first column is then the first result's arrival (its ``datetime_complete``) from the parent's launch,
 workers' start-up included. A last row replays a ``--replay``-trial journal with ``Study.load``. Reference
 rows: ``import jax`` alone. Optuna is optional (``pip install optuna``): without it its rows are left out, saying so.
@@ -98,11 +98,11 @@ JAX_ONLY = "import jax, jax.numpy as jnp\nRESULT['first_s'] = time.time() - STAR
 WORKERS = """
 import nas
 space = {{"lr": nas.Float(1e-4, 1e-1, log=True), "width": nas.Int(8, 256), "act": ["relu", "tanh", "gelu"]}}
-study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, max_trials={n})
+study = nas.Study(space, searcher="{searcher}", direction="minimize", seed=0, max_trials={budget})
 def objective(trial):
     p = trial.params
     return (p["lr"] - 0.01) ** 2 + abs(p["width"] - 64) / 256
-study.optimize(objective, n_workers={w}, backend="process", show_progress=False)
+study.optimize(objective, n_trials={n}, n_workers={w}, backend="process", show_progress=False)
 RESULT["first_s"] = min(t.datetime_complete.timestamp() for t in study.trials if t.state == "complete") - START
 """
 WORKER_ROW = ("regularized_evolution", 2, 20)  # searcher, process workers, trials: the first result's arrival
@@ -176,7 +176,7 @@ def main(argv) -> None:
                 results[f"{label}, {kind} cache"] = {**r, "cache_files": cache_files(cache)}
             if label == "nasjax regularized evolution":  # its warm cache: the workers' first result
                 searcher, w, n = WORKER_ROW
-                code = WORKERS.format(searcher=searcher, w=w, n=n)
+                code = WORKERS.format(searcher=searcher, w=w, n=n, budget=trials)  # the warm row's programs
                 r = timed(code, trials, dict(env, **{CACHE_ENV: cache}))
                 results[f"{label}, {w} process workers, warm cache: first result"] = r
         if replay:

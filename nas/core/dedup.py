@@ -9,7 +9,9 @@ finished run.
 A one-step program (a ``Study``'s ``ask``, traced inside ``one_step_programs()``) skips work its result
 does not read, with the same bits: a proposal that also gives its first rows alone (``propose_head``)
 proposes only those when they already fill the ``n`` slots (the usual case: the first candidate is new),
-and the fallbacks are computed only where a slot is left empty (``lax.cond``). Batched programs (the
+and the fallbacks are computed only where a slot is left empty (``lax.cond``); a proposal that also gives
+one row at a time (``propose_row``) is read a row at a time when the program asks for one string, until a
+row is new. Batched programs (the
 engine's, ``vmap``-ped over seeds, where a ``cond`` computes both branches) trace the plain rounds.
 """
 
@@ -97,6 +99,7 @@ def fill_unique(
     fallback_rounds: int = FALLBACK_ROUNDS,
     exact_fallback: bool = False,
     propose_head: Callable[[jax.Array], jax.Array] | None = None,
+    propose_row: tuple[Callable[[jax.Array, jax.Array], jax.Array], int] | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """``n`` new valid strings from ``propose(key) -> int32[M, N]``.
 
@@ -114,7 +117,9 @@ def fill_unique(
     strings instead (the same distribution, no fallback loop to compile).
     ``propose_head(key) -> int32[H, N]``, ``H >= n``: the first ``H`` rows ``propose(key)`` returns, computed
     alone; a one-step program proposes only them in the first round when they fill the ``n`` slots (the
-    same strings, module docstring).
+    same strings, module docstring). ``propose_row = (row, M)``: ``row(key, j) -> int32[N]`` is row ``j`` of
+    ``propose(key)``, computed alone; a one-step program that asks for one string (``n == 1``) then proposes
+    one row at a time, in order, and stops at the first new one (the string the rounds accept).
     """
 
     def tagged(fn):
@@ -125,10 +130,42 @@ def fill_unique(
         return run
 
     head = None if propose_head is None else tagged(propose_head)
+    if propose_row is not None and _ONE_STEP.get() and n == 1:
+        return _one_by_one(key, space, propose_row, seen, max_rounds, fallback_rounds, exact_fallback)
     tokens, fresh, _ = fill_unique_aux(
         key, space, tagged(propose), seen, n, max_rounds, fallback_rounds, exact_fallback, propose_head=head
     )
     return tokens, fresh
+
+
+def _one_by_one(key, space, propose_row, seen, max_rounds, fallback_rounds, exact_fallback):
+    """``fill_unique`` of one string in a one-step program: row ``j`` of round ``r``'s proposal, one at a time.
+
+    The rounds accept the first row of a round that is valid and new (a row repeating an earlier one of its
+    round is rejected as that one was), so the first such row in (round, row) order is the string, and the
+    key after its round is the key the rounds return: the same result. A round's ``M`` rows cost one row's
+    work until one is new (the usual case: the first)."""
+    row, m = propose_row
+
+    def cond(c):
+        return ~c[3] & (c[2] < max_rounds)
+
+    def body(c):  # c: the key before this round's split, the row, rounds done, found, the row's string
+        k, j, r, _, _ = c
+        cand = row(jax.random.split(k)[1], j)
+        i = space.string_id(cand)
+        ok = (i >= 0) & ~seen_contains(seen, i[None])[0]
+        last = ~ok & (j == m - 1)  # the round's rows are spent: the next round splits the key this one made
+        return jnp.where(last, jax.random.split(k)[0], k), jnp.where(last, 0, j + 1), r + last, ok, cand
+
+    init = (key, jnp.int32(0), jnp.int32(0), jnp.bool_(False), jnp.zeros((space.num_tokens,), jnp.int32))
+    k, _, _, found, cand = jax.lax.while_loop(cond, body, init)
+    key = jnp.where(found, jax.random.split(k)[0], k)  # the rounds' key after the last round they ran
+    out_ids = jnp.where(found, space.string_id(cand), EMPTY)[None]
+    out = jnp.where(found, cand, 0)[None]  # as the rounds leave an empty slot
+    tags = jnp.zeros((1,), jnp.int32)
+    filled = found.astype(jnp.int32)
+    return _fill_rest(key, space, seen, 1, out, out_ids, tags, filled, fallback_rounds, exact_fallback)[:2]
 
 
 def fill_unique_aux(
@@ -158,6 +195,11 @@ def fill_unique_aux(
     )
     head = propose_head if _ONE_STEP.get() else None
     key, (out, out_ids, tags, filled) = _accept(key, space, propose, seen, init, n, max_rounds, head)
+    return _fill_rest(key, space, seen, n, out, out_ids, tags, filled, fallback_rounds, exact_fallback)
+
+
+def _fill_rest(key, space, seen, n, out, out_ids, tags, filled, fallback_rounds, exact_fallback):
+    """The fallbacks of ``fill_unique_aux`` for the slots the proposal left empty (from ``filled`` on)."""
     fresh = jnp.arange(n) < filled
     if exact_fallback and exact(space):
         extra = computed_where(

@@ -128,6 +128,11 @@ class RegularizedEvolution(Searcher):
             kids = jax.vmap(lambda kr: jax.vmap(self.space.mutate)(kr, parents))(keys)  # [M, B, N]
             return kids.reshape(m * b, -1)
 
+        def child(k, j):  # row j of propose_children(k) with B = 1: the j-th mutant of the one parent
+            k_sel, k_mut = jax.random.split(k)
+            parent = self._tournament(jax.random.split(k_sel, 1)[0], state)
+            return self.space.mutate(jax.random.split(k_mut, m)[j], parent)
+
         is_init = state.num_told + jnp.arange(b) < self.num_init
         # read only in the random phase: a one-step program draws them only there (nas.core.dedup), with no
         # head (each proposal's first rows alone): a second copy of the sampling and of the mutation compiled
@@ -136,7 +141,8 @@ class RegularizedEvolution(Searcher):
         # children must also differ from the random strings a mixed batch queries
         rand_ids = jnp.where(is_init, jax.vmap(self.space.string_id)(rand), EMPTY)
         kids, _ = fill_unique(
-            k_child, self.space, propose_children, seen_add(state.seen, rand_ids), b, exact_fallback=True
+            k_child, self.space, propose_children, seen_add(state.seen, rand_ids), b, exact_fallback=True,
+            propose_row=(child, m),  # a one-step program of one trial: one mutant at a time until one is new
         )
         # a batch straddling the end of the random phase keeps its random slots first
         n_rand = jnp.sum(is_init)

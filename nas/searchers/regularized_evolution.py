@@ -165,5 +165,6 @@ class RegularizedEvolution(Searcher):
             )
             return st, None
 
-        state, _ = jax.lax.scan(add, state, (tokens.astype(jnp.int32), scores.astype(jnp.float32)))
+        xs = (tokens.astype(jnp.int32), scores.astype(jnp.float32))
+        state, _ = jax.lax.scan(add, state, xs, unroll=len(scores) <= 4)  # a few members: no loop to run
         return state, {"population_best": jnp.max(state.pop_scores)}

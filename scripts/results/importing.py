@@ -61,8 +61,14 @@ def _significant(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def from_workdir(workdir: str, title: str = "", command: str = "", digits: int = 3, machine_note: str = "",
-                 queries: tuple[int, ...] = ()) -> dict:
+def from_workdir(
+    workdir: str,
+    title: str = "",
+    command: str = "",
+    digits: int = 3,
+    machine_note: str = "",
+    queries: tuple[int, ...] = (),
+) -> dict:
     """The results file of a finished ``scripts.train`` run in ``workdir``: one column per query count of
     ``queries`` (each one the summary reports; default: the full budget only)."""
     wd = Path(workdir)
@@ -112,8 +118,10 @@ def from_workdir(workdir: str, title: str = "", command: str = "", digits: int =
             "main": {
                 "caption": f"{summary['benchmark']}, {queries} queries; {summary['note']}.",
                 "spread": "std",
-                "columns": ["searcher", *(f"{metric} at {q} queries" if len(columns) == 1 else f"{q} queries"
-                                          for q in columns)],
+                "columns": [
+                    "searcher",
+                    *(f"{metric} at {q} queries" if len(columns) == 1 else f"{q} queries" for q in columns),
+                ],
                 "rows": rows,
             }
         },
@@ -149,6 +157,12 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
     load = max(r["load"] for r in bench["rows"].values())
     date = file_date(Path(path))
     note = f"{bench['trials']} sequential ask+tell per process, one process per row"
+    workers = "".join(
+        f" {label.split(', ')[1]}: the first column is the first result's arrival from the process's launch, the "
+        "workers' start-up included."
+        for label in bench["rows"]
+        if "process workers" in label
+    )
     data = {
         "title": title or "The tuner's start-up and overhead, side by side with Optuna",
         "run": {
@@ -163,7 +177,7 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
         },
         "tables": {
             "main": {
-                "caption": f"{note}. Study.load replays a {bench['replay']}-trial journal.",
+                "caption": f"{note}. Study.load replays a {bench['replay']}-trial journal." + workers,
                 "spread": None,
                 "columns": ["", *(name for _, name, _ in TUNER_COLUMNS), "cache files after"],
                 "rows": rows,

@@ -11,8 +11,9 @@ programs at XLA's level 0 with the emitters their chunk programs use (the loop e
 README's example's batch-of-4 ``ask`` compiled in 1.7 s instead of 3.2 s with the fusion emitters, and
 proposes the same strings.
 
-The ``ask`` and ``tell`` programs of a searcher on a shared space are also kept as exported StableHLO
-(``nas.engine.program_store``), so a second process reads them instead of tracing and lowering them again.
+The ``init``, ``ask`` and ``tell`` programs of a searcher on a shared space (one per shape, or per
+declarations of continuous ranges) are also kept as exported StableHLO (``nas.engine.program_store``), so a
+second process reads them instead of tracing and lowering them again.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def space_shape(space: Space) -> tuple | None:
 def program_space(space: Space) -> Space:
     """The space a Study's programs are built on: for a plain ``CategoricalSpace`` (no ``canonical=``),
     whose jittable methods depend on its cardinalities alone, the shared space of that shape; likewise for
-    an order-aware ``HPOSpace`` (``spaces.params.shape_space``)."""
+    an order-aware ``HPOSpace`` (``spaces.params.shape_space``). A ``ContinuousSpace`` is shared already (one
+    per declarations, ``spaces.params.declared_space``) and is registered by them."""
     if type(space) is HPOSpace and space.order_aware:
         shared = shape_space(space)
         return _shared(shared, ("hpo_shape", shape_key(space)))

@@ -35,16 +35,19 @@ def fresh_programs() -> None:
     """As a new process: no program of this one's is reused (the store and XLA's disk cache stay)."""
     program_cache._PROGRAMS.clear()
     program_cache._COMPILED.clear()
-    jax.clear_caches()
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A new, empty store for the Study's programs (XLA's cache stays where it is)."""
+    """A new, empty store for the Study's programs (XLA's cache stays where it is); the process's programs
+    are put back afterwards, so the tests after these do not trace theirs again."""
     monkeypatch.setattr(program_store, "store_folder", lambda: str(tmp_path / STORE_DIR))
+    programs, compiled = program_cache._PROGRAMS.copy(), set(program_cache._COMPILED)
     fresh_programs()
     yield tmp_path
     fresh_programs()
+    program_cache._PROGRAMS.update(programs)
+    program_cache._COMPILED.update(compiled)
 
 
 def stored_asks(what: str = "study_ask") -> list[StoredProgram]:

@@ -45,7 +45,9 @@ fingerprinted by them (``identity``), so a run resumes in a new process by const
   histories). Default: ``"default"``. A class attribute, or a property where a static variant's steps
   differ (BO's random first steps).
 - ``stored_programs``: whether a Study keeps this searcher's programs lowered for the next process
-  (``nas.engine.program_store``). Default: True.
+  (``nas.engine.program_store``). Default (None): where ``compile_profile`` is not ``"default"`` (steps of
+  gathers and compares, whose tracing and lowering are much of a warm start); a network's or a GP's
+  programs, whose export and lowering cost more than they save, are traced.
 
 Add a searcher: write one module with an options dataclass, a state dataclass
 and a ``Searcher`` subclass decorated with ``@register("name")`` (``nas.core.registry``), and import
@@ -83,7 +85,7 @@ class Searcher:
     splits_over_devices: ClassVar[bool] = True
     multi_fidelity: ClassVar[bool] = False  # True: the job contract of nas.core.multi_fidelity
     compile_profile: ClassVar[str] = "default"  # nas.engine.compile_policy.PROFILES
-    stored_programs: ClassVar[bool] = True  # a Study's programs kept lowered across processes (program_store)
+    stored_programs: ClassVar[bool | None] = None  # kept lowered across processes (program_store); None: by profile
     books_in: ClassVar[str | None] = None  # the state field holding the books (a wrapped searcher's state)
 
     def __init__(self, space: Space, options: SearcherOptions | None = None, **overrides):

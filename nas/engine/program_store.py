@@ -199,8 +199,11 @@ def stored_jit(fn: Callable, ident: str | None, out_tree: Callable, compiler_opt
 def describe(what: str, searcher, space_key: Hashable | None) -> str | None:
     """``ident`` for a searcher's program ``what``: its class, what it computes (``Searcher.identity``), its
     static variant and the shape of its space (``space_key``; None: a space without one is not stored, nor a
-    searcher whose ``stored_programs`` is False)."""
-    if space_key is None or not getattr(searcher, "stored_programs", True):
+    searcher whose ``stored_programs`` says no, ``nas.core.contract``)."""
+    stored = getattr(searcher, "stored_programs", None)
+    if stored is None:  # by its profile: light steps (gathers, compares), whose tracing is much of a warm start
+        stored = getattr(searcher, "compile_profile", "default") != "default"
+    if space_key is None or not stored:
         return None
     cls = type(searcher)
     try:

@@ -31,10 +31,8 @@ from nas.core.dedup import one_step_programs
 from nas.core.multi_fidelity import Job, MultiFidelitySearcher
 from nas.engine.compile_policy import compiler_options
 from nas.engine.devices import default_compilation_cache
-from nas.engine.program_cache import cached_jit
-from nas.engine.program_store import describe, stored_jit
 from nas.engine.runner import INIT_FOLD
-from nas.host.programs import space_shape
+from nas.host.programs import init_tree, kept_program
 from nas.host.trials import BudgetSpent, NoTrialNow
 
 
@@ -59,16 +57,11 @@ def mf_programs(searcher: MultiFidelitySearcher) -> tuple:
     # ask compiled in 2.0 s of CPU instead of 4.2 s at XLA's defaults and runs a step in ~0.5 ms (level 0: 1.2 s,
     # ~0.9 ms); the same jobs
     opts = compiler_options(searcher)
-    shape = space_shape(searcher.space)
-
-    def kept(what, fn, out_tree, options=opts):  # stored as exported StableHLO on a shared space (nas.host.programs)
-        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, options))
-
     job = Job(tokens=0, fidelity=0, parent=0, ok=0)  # a Job's tree (its leaves are the arrays ask returns)
     return (
-        kept("mf_study_init", init, lambda key: jax.tree.structure(jax.eval_shape(init, key)), None),  # (programs.py)
-        kept("mf_study_ask", ask, lambda key, step, slot, state: jax.tree.structure((job, state))),
-        kept("mf_study_tell", tell, lambda key, step, job, score, state: jax.tree.structure(state)),
+        kept_program(searcher, "mf_study_init", init, init_tree(init), None),
+        kept_program(searcher, "mf_study_ask", ask, lambda key, step, slot, st: jax.tree.structure((job, st)), opts),
+        kept_program(searcher, "mf_study_tell", tell, lambda key, step, j, score, st: jax.tree.structure(st), opts),
     )
 
 

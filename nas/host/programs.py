@@ -72,6 +72,19 @@ def program_space(space: Space) -> Space:
     return space if declared is None else _shared(space, ("continuous", declared))
 
 
+def kept_program(searcher, what: str, fn, out_tree, options) -> object:
+    """``fn`` jitted with ``options`` and cached per searcher (``cached_jit``), its lowered program kept in the
+    store where the searcher's space is shared (``nas.engine.program_store``); ``out_tree(*args)`` is the tree
+    of its result."""
+    ident = describe(what, searcher, space_shape(searcher.space))
+    return cached_jit(searcher, what, 0, lambda: stored_jit(fn, ident, out_tree, options))
+
+
+def init_tree(init):
+    """``out_tree`` for an ``init(key)`` program: its result's tree, from an abstract trace (~1 ms)."""
+    return lambda key: jax.tree.structure(jax.eval_shape(init, key))
+
+
 def study_programs(searcher: Searcher) -> tuple:
     """Jitted ``init(key)``, ``ask(key, step, state) -> (tokens, state, tell key)`` and ``tell``, cached per
     searcher (``nas.engine.program_cache.cached_jit``). The step keys are derived inside ``ask``, as
@@ -91,15 +104,10 @@ def study_programs(searcher: Searcher) -> tuple:
     def tell(key, tokens, scores, state):
         return searcher.tell(key, tokens, scores, state)[0], None  # the Study reads the state only
 
-    shape = space_shape(searcher.space)
-
-    def kept(what, fn, out_tree, options=opts):  # stored as exported StableHLO on a shared space (module docstring)
-        return cached_jit(searcher, what, 0, lambda: stored_jit(fn, describe(what, searcher, shape), out_tree, options))
-
     # init too: a stored program's results are committed to their device, and a program whose arguments change
     # from uncommitted (a plain jit's results) to committed compiles again
     return (
-        kept("study_init", init, lambda key: jax.tree.structure(jax.eval_shape(init, key)), init_opts),
-        kept("study_ask", ask, lambda key, step, state: jax.tree.structure((0, state, 0))),  # tokens, state, key
-        kept("study_tell", tell, lambda key, tokens, scores, state: jax.tree.structure((state, None))),
+        kept_program(searcher, "study_init", init, init_tree(init), init_opts),
+        kept_program(searcher, "study_ask", ask, lambda key, step, state: jax.tree.structure((0, state, 0)), opts),
+        kept_program(searcher, "study_tell", tell, lambda k, tokens, scores, st: jax.tree.structure((st, None)), opts),
     )

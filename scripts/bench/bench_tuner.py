@@ -14,7 +14,8 @@ second process, same folder; the cache's file count after each run says whether 
 evolution's warm cache, its study runs 20 trials with ``optimize`` on 2 process workers (``backend="process"``):
 its first column is then the first result's arrival (its ``datetime_complete``) from the parent's launch,
 workers' start-up included. A last row replays a ``--replay``-trial journal with ``Study.load``. Reference
-rows: ``import jax`` alone. Optuna is optional (``pip install optuna``): without it its rows are left out, saying so.
+rows: ``import jax`` alone. The library's TPE row stands beside Optuna's ``TPESampler`` (both take the ranges
+continuously). Optuna is optional (``pip install optuna``): without it its rows are left out, saying so.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def programs(trials: int, small: bool) -> dict[str, str]:
     if not small:
         nasjax["nasjax regularized evolution"] = ("regularized_evolution", "")
         nasjax["nasjax ASHA"] = ("asha", ", fidelities=[1, 3, 9]")
+        nasjax["nasjax TPE"] = ("tpe", "")  # beside Optuna's TPESampler: ranges taken continuously, as Optuna's
         try:
             import optuna  # noqa: F401 - optional: only its rows need it
         except ImportError:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.results import importing, pages, source
+from scripts.results import importing, pages, render, source
 from scripts.results.__main__ import default_pages
 from scripts.results.source import ResultsError
 
@@ -78,6 +78,17 @@ def test_render_then_check_round_trip(site):
     assert (site / "page.md").read_text() == text
 
 
+def test_a_table_over_other_runs_states_its_own(site):
+    data = copy.deepcopy(EXAMPLE)
+    data["tables"]["main"].update(trials=20, seed=list(range(20)))  # the cells are over 20 runs, not the file's 500
+    write_results(site / "results", data=data)
+    pages.rewrite("page.md", site, site / "results")
+    text = (site / "page.md").read_text()
+    assert "| TPE | 8.50 ± 0.50 | - |" in text  # n=20 is the table's own count: not printed
+    assert "150 queries. Protocol: mean; ± is the std over 20 trials (seeds 0-19)." in text
+    assert render.caption_text(data["tables"]["speed"], data["run"]).startswith("Protocol: mean; 500 trials (seed 0).")
+
+
 def test_check_names_the_differing_cell(site):
     results = site / "results"
     pages.rewrite("page.md", site, results)
@@ -132,6 +143,7 @@ BAD_FILES = {
         "give 'digits'",
     ),
     "seed": (lambda d: d["run"].update(seed="zero"), "run 'seed' is 'zero'; write an int or a list of ints"),
+    "table trials": (lambda d: d["tables"]["main"].update(trials=0), "table 'main' 'trials' is 0; write the number"),
 }
 
 

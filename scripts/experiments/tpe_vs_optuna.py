@@ -186,6 +186,8 @@ def write(rows: list, o: np.ndarray, p: np.ndarray) -> None:
                            "trial compiles the library's programs (persistent cache as found). Fresh processes: "
                            "scripts.bench.bench_tuner.",
                 "spread": "se",
+                "trials": len(o),
+                "seed": list(range(len(o))),
                 "columns": ["measure", "tpe (nasjax)", "TPESampler (Optuna)"],
                 "rows": overhead_rows(o, p),
             },

@@ -61,9 +61,14 @@ def run_text(run: dict, spread: str | None) -> str:
     )
 
 
+def table_run(table: dict, run: dict) -> dict:
+    """The run a table's cells are over: the file's, with the table's own ``trials`` and ``seed`` if it has them."""
+    return {**run, **{k: table[k] for k in ("trials", "seed") if k in table}}
+
+
 def caption_text(table: dict, run: dict) -> str:
     caption = " ".join(table.get("caption", "").split())
-    tail = run_text(run, table.get("spread"))
+    tail = run_text(table_run(table, run), table.get("spread"))
     return f"{caption} {tail}" if caption else tail
 
 
@@ -79,7 +84,7 @@ def row_line(cells: list[str]) -> str:
 
 def render(table: dict, run: dict) -> list[str]:
     """The lines between a page's markers: a blank line, the table, a blank line, the caption, a blank line."""
-    rows = table_rows(table, run["trials"])
+    rows = table_rows(table, table_run(table, run)["trials"])
     lines = [row_line(rows[0]), "|" + "---|" * len(rows[0])]
     lines += [row_line(r) for r in rows[1:]]
     return ["", *lines, "", caption_text(table, run), ""]

@@ -65,11 +65,7 @@ def check(data: dict, where: str) -> None:
     for field in ("command", "protocol", "machine", "date", "source"):
         if not isinstance(run[field], str) or not run[field].strip():
             raise ResultsError(f"{where}: run {field!r} is {run[field]!r}; write a non-empty string")
-    if not _is_int(run["trials"]) or run["trials"] < 1:
-        raise ResultsError(f"{where}: run 'trials' is {run['trials']!r}; write the number of seeds/trials (an int)")
-    seed = run["seed"]
-    if not (_is_int(seed) or (isinstance(seed, list) and seed and all(_is_int(s) for s in seed))):
-        raise ResultsError(f"{where}: run 'seed' is {seed!r}; write an int or a list of ints")
+    _check_trials_and_seed(run, f"{where}: run")
     versions = run["versions"]
     if not (isinstance(versions, str) and versions) and not (
         isinstance(versions, dict) and versions and all(isinstance(v, str) for v in versions.values())
@@ -82,9 +78,19 @@ def check(data: dict, where: str) -> None:
         check_table(table, f"{where} table {table_name!r}")
 
 
+def _check_trials_and_seed(fields: dict, where: str) -> None:
+    """A run's ``trials`` and ``seed``, or a table's own (where its cells are over other runs than the file's)."""
+    if "trials" in fields and (not _is_int(fields["trials"]) or fields["trials"] < 1):
+        raise ResultsError(f"{where} 'trials' is {fields['trials']!r}; write the number of seeds/trials (an int)")
+    seed = fields.get("seed", 0)
+    if not (_is_int(seed) or (isinstance(seed, list) and seed and all(_is_int(s) for s in seed))):
+        raise ResultsError(f"{where} 'seed' is {seed!r}; write an int or a list of ints")
+
+
 def check_table(table: dict, where: str) -> None:
     if not isinstance(table, dict):
         raise ResultsError(f"{where}: write an object with caption, spread, columns, rows")
+    _check_trials_and_seed(table, where)  # optional: the table's cells are over other runs than the file's
     for key in ("columns", "rows"):
         if key not in table:
             raise ResultsError(f"{where}: no {key!r}: a table has caption, spread, columns and rows")

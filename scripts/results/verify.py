@@ -153,7 +153,8 @@ def compare(
                 mean, std, n = share_figure(summary, searcher, int(percent.group(1)) / 100)
             else:
                 mean, std, n = run_figure(summary, searcher, queries)
-            want = row[c].get("n", data["run"]["trials"]) if isinstance(row[c], dict) else data["run"]["trials"]
+            trials_default = table.get("trials", data["run"]["trials"])
+            want = row[c].get("n", trials_default) if isinstance(row[c], dict) else trials_default
             if n != want:
                 trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))
                 continue

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.results import importing, source
+from scripts.results import importing, render, source
 from scripts.results.source import ResultsError
 
 VERSIONED = ("jax", "jaxlib", "flax", "optax", "numpy")
@@ -153,7 +153,7 @@ def compare(
                 mean, std, n = share_figure(summary, searcher, int(percent.group(1)) / 100)
             else:
                 mean, std, n = run_figure(summary, searcher, queries)
-            trials_default = table.get("trials", data["run"]["trials"])
+            trials_default = render.table_run(table, data["run"])["trials"]
             want = row[c].get("n", trials_default) if isinstance(row[c], dict) else trials_default
             if n != want:
                 trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))

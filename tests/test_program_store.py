@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import jax
+import numpy as np
 import pytest
 
 import nas
@@ -71,6 +72,7 @@ def test_a_stored_program_computes_what_a_traced_one_does(cache, monkeypatch):
     (ask,) = stored_asks()
     assert ask.loaded is True
     assert traced == cold == warm
+    assert ask._forward.count(-1) == 2  # it computes the tokens and the tell key; the state is handed back
 
 
 @pytest.mark.filterwarnings("ignore:searcher .* searches 2 ranges on a grid")
@@ -134,6 +136,40 @@ def test_an_out_tree_that_is_not_the_programs_refuses(cache):
     f = stored_jit(lambda x: (x + 1, x), json.dumps({"what": "pair"}), lambda x: jax.tree.structure(0))
     with pytest.raises(ValueError, match="out_tree gives"):
         f(jax.numpy.ones(3))
+
+
+def test_a_result_that_is_an_argument_is_handed_back_not_computed(cache):
+    def make():
+        return stored_jit(lambda x, y: (x, y + 1, x), json.dumps({"what": "forward"}),
+                          lambda x, y: jax.tree.structure((0, 0, 0)))  # fmt: skip
+
+    x, y = jax.numpy.arange(3), jax.numpy.ones(2)
+    f = make()
+    a, b, c = f(x, y)
+    assert a is x and c is x and b.tolist() == [2.0, 2.0]
+    (name,) = os.listdir(cache / STORE_DIR)
+    data = (cache / STORE_DIR / name).read_bytes()
+    assert data.startswith(program_store.MAGIC)
+    assert json.loads(data[len(program_store.MAGIC) :].split(b"\n")[0]) == {"forward": [0, -1, 0]}
+    g = make()  # as a second process: read from the store
+    a, b, c = g(x, y)
+    assert g.loaded is True and a is x and b.tolist() == [2.0, 2.0]
+    a, b, c = g(jax.numpy.arange(4), y)  # other shapes than the stored program's: traced as they are
+    assert a.tolist() == c.tolist() == [0, 1, 2, 3] and b.tolist() == [2.0, 2.0]
+    np_x = np.arange(3)
+    assert isinstance(g(np_x, y)[0], jax.Array)  # a host argument handed back comes back as a JAX array
+
+
+def test_a_header_that_does_not_match_its_program_is_exported_again(cache):
+    def make():
+        return stored_jit(lambda x: (x, x * 2), json.dumps({"what": "header"}), lambda x: jax.tree.structure((0, 0)))
+
+    make()(jax.numpy.ones(2))
+    (path,) = (cache / STORE_DIR).iterdir()
+    body = path.read_bytes().split(b"\n", 2)[2]
+    path.write_bytes(program_store.MAGIC + b'{"forward": [-1, -1]}\n' + body)  # says two results; it has one
+    g = make()
+    assert g(jax.numpy.ones(2))[1].tolist() == [2.0, 2.0] and g.loaded is False
 
 
 def test_without_serialization_or_a_cache_it_is_a_plain_jit(monkeypatch, tmp_path):

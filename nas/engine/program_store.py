@@ -9,12 +9,17 @@ calls it from a small ``jax.jit`` wrapper (a cheap trace and lowering), and XLA'
 executable.
 
 Every process calls the deserialized program, the one that exported it too, so a cold and a warm process
-run the same HLO and compute the same bits. A stored program is found by a digest of what it was traced
-from: the caller's description of the function (its name, the searcher's class, options and space shape),
-the argument tree and shapes, the JAX version, platform and the settings that change tracing, and the
-source of the library's packages (an edited searcher is traced again). Without ``flatbuffers`` (JAX's
-serialization needs it), without a cache folder, or when a program cannot be exported or a stored file
-cannot be read, ``stored_jit`` is ``jax.jit`` as before.
+run the same HLO and compute the same bits. A result that is one of the arguments as it came in (a searcher
+whose ``ask`` leaves its state as it was) is not a result of the exported program: the call hands back the
+argument itself. XLA would otherwise copy each such array into a new output buffer on every call
+(evolution's one-step ``ask``: 7 of its 9 results, about 30 us of its ~190 us). The stored file says which
+results those are (``MAGIC``, then a JSON line, then the serialized program).
+
+A stored program is found by a digest of what it was traced from: the caller's description of the function
+(its name, the searcher's class, options and space shape), the argument tree and shapes, the JAX version,
+platform and the settings that change tracing, and the source of the library's packages (an edited searcher
+is traced again). Without ``flatbuffers`` (JAX's serialization needs it), without a cache folder, or when a
+program cannot be exported or a stored file cannot be read, ``stored_jit`` is ``jax.jit`` as before.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ import os
 from collections.abc import Callable, Hashable
 
 import jax
+import jax.numpy as jnp
 import jaxlib
 
 STORE_DIR = "nasjax_exported"
+MAGIC = b"nasjax-program-1\n"  # a stored file: this line, a JSON line ({"forward": [...]}), the serialized program
 PACKAGES = ("nas", "spaces", "policies", "surrogates")  # the library's source: part of every program's key
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 log = logging.getLogger(__name__)
@@ -95,32 +102,46 @@ class StoredProgram:
         self.compiler_options = compiler_options
         self.loaded = None  # True: read from the store; False: exported here
         self._jit = None
+        self._forward = None  # per result leaf: the argument leaf it is (>= 0), or -1: the program computes it
+        self._out_treedef = None
         self.__wrapped__ = fn
 
     def __call__(self, *args):
         if self._jit is None:
             self._jit = self._build(args)
-        return self._jit(*args)
+        out = self._jit(*args)
+        if self._forward is None:  # a plain jit: its result as it is
+            return out
+        if type(out) is list:  # other shapes than the stored program's: fn's whole result, traced as it is
+            return jax.tree.unflatten(self.out_tree(*args), out)
+        leaves = jax.tree.leaves(args)
+        computed = iter(out)
+        flat = [next(computed) if i < 0 else _array(leaves[i]) for i in self._forward]
+        return jax.tree.unflatten(self._out_treedef, flat)
 
     def _build(self, args) -> Callable:
         leaves, tree = jax.tree.flatten(args)
         specs = _specs(leaves)
         path = os.path.join(self.folder, program_key(self.ident, tree, specs))
-        exported = self._load(path, specs)
-        if exported is None:
-            exported = self._export(tree, specs, args)
-            if exported is None:
+        found = self._load(path, specs)
+        if found is None:
+            found = self._export(tree, specs, args)
+            if found is None:
                 return jax.jit(self.fn, compiler_options=self.compiler_options)
-            _write(path, exported.serialize())
-            exported = jax.export.deserialize(exported.serialize())  # what a warm process runs: the same bits
+            exported, forward = found
+            data = exported.serialize()
+            _write(path, MAGIC + json.dumps({"forward": forward}).encode() + b"\n" + bytes(data))
+            found = jax.export.deserialize(data), forward  # what a warm process runs: the same bits
             self.loaded = False
-        out_tree, fn = self.out_tree, self.fn
+        exported, self._forward = found
+        self._out_treedef = self.out_tree(*args)
+        fn = self.fn
 
         def run(*a):
             flat = jax.tree.leaves(a)
             if [(x.shape, x.dtype) for x in _specs(flat)] != [(s.shape, s.dtype) for s in exported.in_avals]:
-                return fn(*a)  # other shapes than the stored program's: traced as they are
-            return jax.tree.unflatten(out_tree(*a), exported.call(*flat))
+                return list(jax.tree.leaves(fn(*a)))  # a list: the whole result (__call__)
+            return tuple(exported.call(*flat))  # a tuple: the results that are not arguments
 
         run.__name__ = run.__qualname__ = json.loads(self.ident).get("what", "run")  # names its cache entries
         return jax.jit(run, compiler_options=self.compiler_options)
@@ -128,16 +149,25 @@ class StoredProgram:
     def _load(self, path: str, specs):
         try:
             with open(path, "rb") as f:
-                exported = jax.export.deserialize(bytearray(f.read()))
+                data = f.read()
         except FileNotFoundError:
             return None
+        try:
+            if not data.startswith(MAGIC):
+                raise ValueError("not a stored program")
+            header, _, body = data[len(MAGIC) :].partition(b"\n")
+            forward = [int(i) for i in json.loads(header)["forward"]]
+            exported = jax.export.deserialize(bytearray(body))
         except Exception as e:  # noqa: BLE001 - a damaged or foreign file: exported again, and replaced
             log.debug("stored program %s not read (%s): exported again", path, e)
             return None
         if [(s.shape, s.dtype) for s in exported.in_avals] != [(s.shape, s.dtype) for s in specs]:
             return None
+        if forward.count(-1) != len(exported.out_avals) or not all(-1 <= i < len(specs) for i in forward):
+            log.debug("stored program %s: its results do not match its header; exported again", path)
+            return None
         self.loaded = True
-        return exported
+        return exported, forward
 
     def _export(self, tree, specs, args):
         traced = {}
@@ -148,14 +178,32 @@ class StoredProgram:
             return jax.tree.leaves(out)
 
         try:
-            exported = jax.export.export(jax.jit(flat))(*specs)
+            closed = jax.make_jaxpr(flat)(*specs)
+            forward = forwarded_results(closed.jaxpr)
+
+            def computed(*leaves):  # the traced program again, without the results that are its arguments
+                out = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
+                return [x for x, i in zip(out, forward) if i < 0]
+
+            exported = jax.export.export(jax.jit(computed))(*specs)
         except Exception as e:  # noqa: BLE001 - a program export refuses (an effect, a custom call): jit it
             log.debug("program %s not exported (%s): compiled as it is", self.ident, e)
             return None
         expected = self.out_tree(*args)
         if traced["tree"] != expected:
             raise ValueError(f"{self.ident}: out_tree gives {expected}, the program returns {traced['tree']}")
-        return exported
+        return exported, forward
+
+
+def forwarded_results(jaxpr) -> list[int]:
+    """Per result of ``jaxpr``: the index of the argument it is, unchanged, or -1 (computed)."""
+    position = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    return [position.get(id(v), -1) for v in jaxpr.outvars]
+
+
+def _array(x):
+    """A forwarded argument as the program would return it: a JAX array (a host value is put on the device)."""
+    return x if isinstance(x, jax.Array) else jnp.asarray(x)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -214,4 +262,5 @@ def describe(what: str, searcher, space_key: Hashable | None) -> str | None:
         return None
 
 
-__all__ = ["STORE_DIR", "StoredProgram", "describe", "program_key", "source_digest", "stored_jit"]
+__all__ = ["MAGIC", "STORE_DIR", "StoredProgram", "describe", "forwarded_results", "program_key", "source_digest",
+           "stored_jit"]  # fmt: skip

@@ -156,7 +156,10 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
         rows.append(row)
     load = max(r["load"] for r in bench["rows"].values())
     date = file_date(Path(path))
-    note = f"{bench['trials']} sequential ask+tell per process, one process per row"
+    runs = bench.get("runs", 1)
+    each = "one process per row" if runs == 1 else f"each figure the median of {runs} processes per row"
+    note = f"{bench['trials']} sequential ask+tell per process, {each}"
+    one_core = any(label.endswith("one core") for label in bench["rows"])
     workers = "".join(
         f" {label.split(', ')[1]}: the first column is the first result's arrival from the process's launch, the "
         "workers' start-up included."
@@ -177,7 +180,9 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
         },
         "tables": {
             "main": {
-                "caption": f"{note}. Study.load replays a {bench['replay']}-trial journal." + workers,
+                "caption": f"{note}. Study.load replays a {bench['replay']}-trial journal." + workers
+                + (" One core: the warm process with its CPU affinity set to one CPU before JAX starts." if one_core
+                   else ""),  # fmt: skip
                 "spread": None,
                 "columns": ["", *(name for _, name, _ in TUNER_COLUMNS), "cache files after"],
                 "rows": rows,

@@ -84,8 +84,7 @@ def row_line(cells: list[str]) -> str:
 
 def render(table: dict, run: dict) -> list[str]:
     """The lines between a page's markers: a blank line, the table, a blank line, the caption, a blank line."""
-    run = table_run(table, run)
-    rows = table_rows(table, run["trials"])
+    rows = table_rows(table, table_run(table, run)["trials"])
     lines = [row_line(rows[0]), "|" + "---|" * len(rows[0])]
     lines += [row_line(r) for r in rows[1:]]
     return ["", *lines, "", caption_text(table, run), ""]

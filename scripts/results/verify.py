@@ -129,6 +129,7 @@ def compare(
     if unknown:
         raise ResultsError(f"--row names row {unknown[0]!r}; the table's rows are {[row[0] for row in table['rows']]}")
     cells, skipped, trials, done = [], [], [], set()
+    trials_default = render.table_run(table, data["run"])["trials"]  # a cell without its own n is over these
     for column, spec in workdirs:
         path, _, q = spec.partition(":")
         summary = importing._read_json(Path(path) / "summary.json", "give the workdir of a finished scripts.train run")
@@ -153,7 +154,6 @@ def compare(
                 mean, std, n = share_figure(summary, searcher, int(percent.group(1)) / 100)
             else:
                 mean, std, n = run_figure(summary, searcher, queries)
-            trials_default = render.table_run(table, data["run"])["trials"]
             want = row[c].get("n", trials_default) if isinstance(row[c], dict) else trials_default
             if n != want:
                 trials.append(((r, c), f"row {label!r} column {column!r}: reported over {want} trials, {path} has {n}"))

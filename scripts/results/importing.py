@@ -139,6 +139,23 @@ TUNER_COLUMNS = (
 )
 
 
+GOAL_COLUMNS = {"first_s": "first ask s", "step_ms": "ask+tell ms", "rss_mb": "peak RSS MB"}  # what the goals name
+
+
+def goal_row(label: str) -> bool:
+    """A row the start-up goals compare: the references and the warm processes (TPE's is not in the goals)."""
+    warm = label.startswith("nasjax") and "warm cache" in label and "TPE" not in label and "workers" not in label
+    return warm or label in ("import jax only", "Optuna RandomSampler")
+
+
+def goal_rows(rows: list) -> list:
+    """The goals' rows of the bench's table, with the goals' columns (a short table for the README)."""
+    places = [1 + [k for k, _, _ in TUNER_COLUMNS].index(k) for k in GOAL_COLUMNS]
+    return [[r[0].replace("nasjax ", "").replace("regularized ", "").replace(", warm cache", ", warm"),
+             *(r[i] for i in places)]
+            for r in rows if goal_row(r[0])]  # fmt: skip
+
+
 def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note: str = "") -> dict:
     """The results file of ``python -m scripts.bench.bench_tuner --json=PATH``."""
     bench = _read_json(Path(path), "run python -m scripts.bench.bench_tuner --json=PATH first")
@@ -186,7 +203,14 @@ def from_tuner_bench(path: str, title: str = "", command: str = "", machine_note
                 "spread": None,
                 "columns": ["", *(name for _, name, _ in TUNER_COLUMNS), "cache files after"],
                 "rows": rows,
-            }
+            },
+            "goals": {
+                "caption": f"{bench['trials']} ask+tell per process; "
+                + ("one process per row." if runs == 1 else f"medians of {runs} processes."),
+                "spread": None,
+                "columns": ["", *GOAL_COLUMNS.values()],
+                "rows": goal_rows(rows),
+            },
         },
     }
     source.check(data, f"the results of {path}")

@@ -168,3 +168,26 @@ def test_train_over_two_processes_resumes_and_equals_one_process(tmp_path):
     for k in one.files:
         np.testing.assert_array_equal(one[k], got[k], err_msg=k)
     assert not (resumed / "ckpt" / "random_search.npz").exists()
+
+
+DISPATCH = """
+import sys, jax, nas
+if sys.argv[1] == "started":
+    jax.numpy.ones(1).block_until_ready()  # the caller's own JAX first: its backend is up, asynchronous
+study = nas.Study({"x": [1, 2, 3]}, searcher="random_search", direction="minimize", max_trials=2)
+study.tell(study.ask(), 1.0)
+print("async", jax.config.read("jax_cpu_enable_async_dispatch"))
+"""
+
+
+@pytest.mark.parametrize("case, expected", [("first", "False"), ("chosen", "True"), ("started", "True")])
+def test_a_study_that_starts_jax_runs_its_cpu_programs_inline(case, expected):
+    """The first JAX user in the process, a Study turns JAX's CPU async dispatch off (its one-step programs
+    then run in the calling thread); ``$JAX_CPU_ENABLE_ASYNC_DISPATCH`` or a backend already started is left."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_CPU_ENABLE_ASYNC_DISPATCH"}
+    env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    if case == "chosen":
+        env["JAX_CPU_ENABLE_ASYNC_DISPATCH"] = "true"
+    r = subprocess.run([sys.executable, "-c", DISPATCH, case], env=env, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"async {expected}" in r.stdout, r.stdout

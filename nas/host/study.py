@@ -69,6 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas.engine.devices import inline_cpu_dispatch
 from nas.host import objectives as obj
 from nas.host.batch_driver import BatchDriver
 from nas.host.job_driver import JobDriver, is_multi_fidelity
@@ -124,6 +125,7 @@ class Study(StudyBase):
         searcher_kwargs = dict(searcher_kwargs)
         if space is None:
             raise TypeError(NO_SPACE)
+        inline_cpu_dispatch()  # before JAX starts: a trial's small programs run in this thread (nas.engine.devices)
         fidelities, workers = _check_arguments(searcher, fidelities, workers, continues)
         if not isinstance(searcher, str) and (searcher_kwargs or fidelities is not None or workers is not None):
             raise ValueError(f"{type(searcher).__name__} is a searcher object, built with its options: give the "

@@ -112,6 +112,46 @@ def test_init_options(bench, monkeypatch):
     assert init_compiler_options(remaade) is None  # the user's flag wins
 
 
+def test_study_options(bench, monkeypatch):
+    """A Study's one-step programs: level 0 for a light profile, and on a CPU no loop-invariant code motion for
+    ``"integer_steps"`` (its hoisted kernels went to XLA's thread pool); passes the user skips win."""
+    from nas.engine.compile_policy import study_compiler_options
+
+    monkeypatch.setenv("XLA_FLAGS", "")
+    loop = {"xla_cpu_use_fusion_emitters": False} if HAS_EMITTER_OPTION else {}
+    cpu = jax.default_backend() == "cpu"
+    evolution = make_searcher("regularized_evolution", bench.space, max_queries=20)
+    steps, init = study_compiler_options(evolution)
+    hoisting = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion"} if cpu else {}
+    assert steps == {"xla_backend_optimization_level": 0, **loop, **hoisting}
+    assert init == {"xla_backend_optimization_level": 0, **loop}  # init runs once: XLA's passes as they are
+    tpe = make_searcher("tpe", bench.space, max_queries=20)
+    assert "xla_disable_hlo_passes" not in study_compiler_options(tpe)[0]  # its loops' invariants are work
+    monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=algsimp")
+    assert "xla_disable_hlo_passes" not in study_compiler_options(evolution)[0]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the option is for XLA's CPU runtime")
+def test_study_ask_without_loop_hoisting_proposes_the_same(bench):
+    """The evolution ``ask`` of a Study, compiled with and without the pass: the same tokens and state."""
+    from nas.engine.compile_policy import study_compiler_options
+    from nas.host.programs import study_programs
+
+    s = make_searcher("regularized_evolution", bench.space, max_queries=40, population_size=6, tournament_size=3)
+    init, ask, tell = study_programs(s)
+    key, state = jax.random.PRNGKey(3), init(jax.random.PRNGKey(3))
+    for step in range(12):  # past the random phase: tournaments and mutations
+        tokens, state, k_tell = ask(key, step, state)
+        state, _ = tell(k_tell, tokens, jax.numpy.arange(tokens.shape[0], dtype=jax.numpy.float32) * step, state)
+    steps = study_compiler_options(s)[0]
+    hoisting = {k: v for k, v in steps.items() if k != "xla_disable_hlo_passes"}
+    assert hoisting != steps
+    compiled = [jax.jit(ask.__wrapped__, compiler_options=o).lower(key, 12, state).compile() for o in (steps, hoisting)]
+    assert compiled[0].as_text().count("while(") == compiled[1].as_text().count("while(")
+    assert len(compiled[0].as_text()) != len(compiled[1].as_text())  # the option reached XLA
+    assert_same_histories(*(c(key, 12, state) for c in compiled))
+
+
 # searchers whose init compiles at XLA's default level and draws floats: policy networks, a meta-DNN, MLP
 # ensembles, GPs (ReACTS' init, 13 s to compile with the fusion emitters, and TNAS', 7 s for both compiles,
 # are compared by scripts.bench.bench_compile's history digests instead)

@@ -150,7 +150,7 @@ def test_a_result_that_is_an_argument_is_handed_back_not_computed(cache):
     (name,) = os.listdir(cache / STORE_DIR)
     data = (cache / STORE_DIR / name).read_bytes()
     assert data.startswith(program_store.MAGIC)
-    assert json.loads(data[len(program_store.MAGIC) :].split(b"\n")[0]) == {"forward": [0, -1, 0]}
+    assert json.loads(data[len(program_store.MAGIC) :].split(b"\n")[0]) == {"forward": [0, -1, 0], "lapack": False}
     g = make()  # as a second process: read from the store
     a, b, c = g(x, y)
     assert g.loaded is True and a is x and b.tolist() == [2.0, 2.0]
@@ -158,6 +158,21 @@ def test_a_result_that_is_an_argument_is_handed_back_not_computed(cache):
     assert a.tolist() == c.tolist() == [0, 1, 2, 3] and b.tolist() == [2.0, 2.0]
     np_x = np.arange(3)
     assert isinstance(g(np_x, y)[0], jax.Array)  # a host argument handed back comes back as a JAX array
+
+
+def test_a_program_that_calls_lapack_says_so(cache):
+    """A program with a LAPACK kernel is lowered after JAX starts them (its header says so); others skip it."""
+
+    def make():
+        return stored_jit(lambda a: jax.numpy.linalg.cholesky(a), json.dumps({"what": "chol"}),
+                          lambda a: jax.tree.structure(0))  # fmt: skip
+
+    a = jax.numpy.array([[4.0, 2.0], [2.0, 3.0]])
+    assert make()(a).tolist() == np.linalg.cholesky(np.asarray(a)).tolist()
+    (path,) = (cache / STORE_DIR).iterdir()
+    assert json.loads(path.read_bytes().split(b"\n")[1])["lapack"] is True
+    g = make()
+    assert g(a).tolist() == np.linalg.cholesky(np.asarray(a)).tolist() and g.loaded is True and g._lapack is True
 
 
 def test_a_header_that_does_not_match_its_program_is_exported_again(cache):
@@ -201,7 +216,8 @@ rows, later = [], 0
 for i in range(60):  # past the random initial population: the mutation steps run too
     t = study.ask(); rows.append(t.tokens.tolist()); study.tell(t, t.params["lr"])
     later = len(compiles) if i == 0 else later
-print(json.dumps({"traced": calls[0], "rows": rows, "compiles_after_first": len(compiles) - later}))
+print(json.dumps({"traced": calls[0], "rows": rows, "compiles_after_first": len(compiles) - later,
+                  "scipy": "scipy" in sys.modules}))
 """
 
 
@@ -222,3 +238,4 @@ def test_a_warm_second_process_traces_no_searcher_code(tmp_path):
     # one executable per program: a stored program's results are committed to the device, and arguments that
     # turned committed after the first step would compile the program again
     assert cold["compiles_after_first"] == warm["compiles_after_first"] == 0
+    assert not cold["scipy"] and not warm["scipy"]  # no LAPACK start (SciPy's import) for programs without it

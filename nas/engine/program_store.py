@@ -15,6 +15,11 @@ argument itself. XLA would otherwise copy each such array into a new output buff
 (evolution's one-step ``ask``: 7 of its 9 results, about 30 us of its ~190 us). The stored file says which
 results those are (``MAGIC``, then a JSON line, then the serialized program).
 
+JAX's lowering of a call to an exported program on a CPU first starts jaxlib's LAPACK kernels, which imports
+SciPy: 0.1 s and 15 MB of a warm Study's first ``ask``. The JSON line also says whether the program calls a
+LAPACK kernel (``uses_lapack``); one that does not is lowered without that start (in the lowering thread
+only: another thread's programs start LAPACK as JAX does).
+
 A stored program is found by a digest of what it was traced from: the caller's description of the function
 (its name, the searcher's class, options and space shape), the argument tree and shapes, the JAX version,
 platform and the settings that change tracing, and the source of the library's packages (an edited searcher
@@ -29,6 +34,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Hashable
 
 import jax
@@ -36,7 +42,7 @@ import jax.numpy as jnp
 import jaxlib
 
 STORE_DIR = "nasjax_exported"
-MAGIC = b"nasjax-program-1\n"  # a stored file: this line, a JSON line ({"forward": [...]}), the serialized program
+MAGIC = b"nasjax-program-1\n"  # this line, a JSON line ({"forward": [...], "lapack": bool}), the program
 PACKAGES = ("nas", "spaces", "policies", "surrogates")  # the library's source: part of every program's key
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 log = logging.getLogger(__name__)
@@ -103,13 +109,21 @@ class StoredProgram:
         self.loaded = None  # True: read from the store; False: exported here
         self._jit = None
         self._forward = None  # per result leaf: the argument leaf it is (>= 0), or -1: the program computes it
+        self._lapack = True  # False: the program calls no LAPACK kernel (lowered without starting them)
         self._out_treedef = None
         self.__wrapped__ = fn
 
     def __call__(self, *args):
         if self._jit is None:
             self._jit = self._build(args)
-        out = self._jit(*args)
+        if self._lapack:
+            out = self._jit(*args)
+        else:  # lowered (at a first call) without starting LAPACK (module docstring)
+            _lowering.lapack = False
+            try:
+                out = self._jit(*args)
+            finally:
+                _lowering.lapack = True
         if self._forward is None:  # a plain jit: its result as it is
             return out
         if type(out) is list:  # other shapes than the stored program's: fn's whole result, traced as it is
@@ -128,12 +142,12 @@ class StoredProgram:
             found = self._export(tree, specs, args)
             if found is None:
                 return jax.jit(self.fn, compiler_options=self.compiler_options)
-            exported, forward = found
+            exported, forward, lapack = found
             data = exported.serialize()
-            _write(path, MAGIC + json.dumps({"forward": forward}).encode() + b"\n" + bytes(data))
-            found = jax.export.deserialize(data), forward  # what a warm process runs: the same bits
+            _write(path, MAGIC + json.dumps({"forward": forward, "lapack": lapack}).encode() + b"\n" + bytes(data))
+            found = jax.export.deserialize(data), forward, lapack  # what a warm process runs: the same bits
             self.loaded = False
-        exported, self._forward = found
+        exported, self._forward, self._lapack = found
         self._out_treedef = self.out_tree(*args)
         fn = self.fn
 
@@ -156,7 +170,8 @@ class StoredProgram:
             if not data.startswith(MAGIC):
                 raise ValueError("not a stored program")
             header, _, body = data[len(MAGIC) :].partition(b"\n")
-            forward = [int(i) for i in json.loads(header)["forward"]]
+            header = json.loads(header)
+            forward, lapack = [int(i) for i in header["forward"]], bool(header.get("lapack", True))
             exported = jax.export.deserialize(bytearray(body))
         except Exception as e:  # noqa: BLE001 - a damaged or foreign file: exported again, and replaced
             log.debug("stored program %s not read (%s): exported again", path, e)
@@ -167,7 +182,7 @@ class StoredProgram:
             log.debug("stored program %s: its results do not match its header; exported again", path)
             return None
         self.loaded = True
-        return exported, forward
+        return exported, forward, lapack
 
     def _export(self, tree, specs, args):
         traced = {}
@@ -192,7 +207,38 @@ class StoredProgram:
         expected = self.out_tree(*args)
         if traced["tree"] != expected:
             raise ValueError(f"{self.ident}: out_tree gives {expected}, the program returns {traced['tree']}")
-        return exported, forward
+        return exported, forward, uses_lapack(exported)
+
+
+def uses_lapack(exported) -> bool:
+    """Whether an exported program may call jaxlib's LAPACK kernels (its text names one: ``lapack_...``)."""
+    return "lapack" in exported.mlir_module()
+
+
+_lowering = threading.local()  # .lapack False: this thread lowers a stored program that calls no LAPACK kernel
+
+
+def _skip_lapack_start_where_unused() -> None:
+    """Wraps JAX's start of the LAPACK kernels for exported calls (once) so a thread lowering a program without
+    LAPACK skips it; a JAX without that function is left as it is."""
+    try:
+        from jax._src.export import _export  # JAX has no public hook for it
+
+        start = _export._ensure_backends_initialized
+    except (ImportError, AttributeError):
+        return
+    if getattr(start, "nasjax_wrapped", False):
+        return
+
+    def start_unless_unused(platforms):
+        if getattr(_lowering, "lapack", True):
+            start(platforms)
+
+    start_unless_unused.nasjax_wrapped = True
+    _export._ensure_backends_initialized = start_unless_unused
+
+
+_skip_lapack_start_where_unused()
 
 
 def forwarded_results(jaxpr) -> list[int]:

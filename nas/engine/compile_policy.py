@@ -100,12 +100,17 @@ def profile_settings(searcher) -> tuple[int | None, bool | None]:
     return PROFILES[profile]
 
 
+def _cpu_option_free(flag: str) -> bool:
+    """Whether the default backend is a CPU and ``XLA_FLAGS`` does not set ``flag`` (the user's flag wins)."""
+    import jax
+
+    return flag not in os.environ.get("XLA_FLAGS", "") and jax.default_backend() == "cpu"
+
+
 def _cpu_emitters_option(on: bool) -> dict:
     """``{EMITTERS_FLAG: on}`` on a CPU whose XLA knows the option (retired after jaxlib 0.10) and where
     ``XLA_FLAGS`` does not set it (the user's flag wins); else nothing."""
-    import jax
-
-    if EMITTERS_FLAG in os.environ.get("XLA_FLAGS", "") or jax.default_backend() != "cpu":
+    if not _cpu_option_free(EMITTERS_FLAG):
         return {}
     return {EMITTERS_FLAG: on} if compile_option_known(EMITTERS_FLAG, on) else {}
 
@@ -159,8 +164,4 @@ def study_compiler_options(searcher) -> tuple[dict | None, dict]:
 def _cpu_loop_hoisting_off() -> dict:
     """``{PASSES_FLAG: LOOP_HOISTING}`` on a CPU where ``XLA_FLAGS`` does not list passes to skip (the user's
     list wins); else nothing (a GPU runs a loop's invariants once, outside it, and launches fewer kernels)."""
-    import jax
-
-    if PASSES_FLAG in os.environ.get("XLA_FLAGS", "") or jax.default_backend() != "cpu":
-        return {}
-    return {PASSES_FLAG: LOOP_HOISTING}
+    return {PASSES_FLAG: LOOP_HOISTING} if _cpu_option_free(PASSES_FLAG) else {}
